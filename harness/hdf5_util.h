@@ -1,0 +1,79 @@
+// Thin RAII layer over the HDF5 C API: the only place that calls H5* directly.
+// Every error names the file and the dataset or attribute it concerns.
+#pragma once
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tqref::h5 {
+
+// Raised for any HDF5 problem; what() names file and object.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle();
+  hid_t get() const { return id_; }
+  explicit operator bool() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = -1;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+// A file (or group) with its path, for error messages. Files are created with object
+// timestamps off and fixed library bounds, so equal contents give byte-identical files.
+class Node {
+ public:
+  static Node create_file(const std::string& path);  // truncates
+  static Node open_file(const std::string& path);    // read-only
+  Node group(const std::string& name) const;          // open existing
+  Node create_group(const std::string& name) const;
+  bool has(const std::string& name) const;
+  std::vector<std::string> children() const;          // names in creation/alphabetic order
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  hid_t id() const { return h_.get(); }
+
+  // Datasets: element type deduced from T (uint8/16/32/64, int32/64, float, double).
+  // Datasets of at least `chunk_min_bytes` are chunked with shuffle + deflate + fletcher32.
+  template <class T>
+  void write(const std::string& name, const std::vector<T>& data,
+             const std::vector<uint64_t>& shape, const std::string& encoding = "") const;
+  // Reads a dataset, checking its class, element size, signedness and (if given) its shape.
+  template <class T>
+  std::vector<T> read(const std::string& name, std::vector<uint64_t>* shape = nullptr) const;
+  std::vector<uint64_t> shape(const std::string& name) const;
+
+  // Attributes on this node (or on child `obj` when given).
+  void set_attr(const std::string& name, const std::string& v, const std::string& obj = "") const;
+  void set_attr(const std::string& name, int64_t v, const std::string& obj = "") const;
+  void set_attr(const std::string& name, double v, const std::string& obj = "") const;
+  bool has_attr(const std::string& name, const std::string& obj = "") const;
+  std::string attr_string(const std::string& name, const std::string& obj = "") const;
+  int64_t attr_int(const std::string& name, const std::string& obj = "") const;
+  double attr_double(const std::string& name, const std::string& obj = "") const;
+
+  std::string where(const std::string& obj = "") const;  // "file.h5:/group/obj"
+
+ private:
+  Node(std::string file, std::string path, Handle h)
+      : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)) {}
+  std::string file_, path_;
+  Handle h_;
+};
+
+}  // namespace tqref::h5

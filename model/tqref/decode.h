@@ -1,0 +1,55 @@
+// CPU model of paged_decode_attn_bf16k_turbo{2,3,4}v (SPEC section 5), operation by operation:
+// 8-warp partition, per-block batches of 4 then singles, 32 simulated lanes with the xor
+// butterfly, online softmax, the sparse-V skip, the merge tree and the bf16 output.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tqref/ex2.h"
+#include "tqref/format.h"
+
+namespace tqref {
+
+// The kernel's scalar parameters in declaration order, plus what the launch implies.
+struct DecodeParams {
+  uint32_t max_blocks_per_seq = 0;
+  uint32_t num_q_heads = 0;
+  uint32_t num_kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t block_size = 0;
+  float inv_sqrt_d = 0;
+  uint32_t q_stride = 0;               // elements between sequences of q
+  uint64_t v_block_stride_bytes = 0;
+  uint64_t v_data_section_bytes = 0;
+  uint32_t sliding_window = 0;         // 0 = off
+  // Launch / build facts, not kernel parameters:
+  uint32_t num_seqs = 0;               // grid.y
+  uint32_t hdim = 128;                 // compile-time HDIM of the build (128 or 256)
+  float threshold = kSparseVThreshold; // compile-time TQ_PLUS_SPARSE_V_THRESHOLD
+};
+
+// Per (sequence, q head) diagnostics, index [s * num_q_heads + qh].
+struct DecodeHeadDiag {
+  std::vector<uint8_t> skipped;  // [L - start]: 1 where the V load was skipped
+  uint32_t skip_count = 0;
+  float m = 0, l = 0;            // warp 0's state after the merge
+  std::vector<float> out_f32;    // [head_dim] o_0[i] * inv before the bf16 rounding
+};
+
+struct DecodeDiagnostics {
+  std::vector<DecodeHeadDiag> heads;
+};
+
+// q: [num_seqs][q_stride] bf16 bits; k_cache/v_cache: whole pools; output: [num_seqs *
+// num_q_heads * head_dim] bf16 bits, rows of sequences with L == 0 untouched; block_tables:
+// [num_seqs][max_blocks_per_seq]; seq_lens: [num_seqs]. Throws std::invalid_argument naming the
+// parameter when head_dim != hdim or a table entry in use points outside the pool.
+// OpenMP across (sequence, q head); identical bits for any thread count.
+void paged_decode_model(Format format, std::span<const uint16_t> q,
+                        std::span<const uint8_t> k_cache, std::span<const uint8_t> v_cache,
+                        std::span<uint16_t> output, std::span<const int32_t> block_tables,
+                        std::span<const int32_t> seq_lens, const DecodeParams& p,
+                        const Ex2Profile& ex2, DecodeDiagnostics* diag = nullptr);
+
+}  // namespace tqref
