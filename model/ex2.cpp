@@ -1,0 +1,88 @@
+#include "tqref/ex2.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "tqref/numeric.h"
+
+// Everything here works on bit patterns: the unit's result is a table entry, possibly with its
+// exponent lowered by an integer (the scaling is exact because every F[k] lies in [0.5, 1] and
+// the smallest scaled result, 0.5 * 2^-125, is still normal). No libm, no rounding.
+
+namespace tqref {
+
+namespace {
+
+constexpr uint32_t kOneBits = 0x3F800000u;   // 1.0f
+constexpr uint32_t kHalfBits = 0x3F000000u;  // 0.5f
+constexpr uint32_t kNanBits = 0x7FFFFFFFu;   // the unit's canonical NaN
+
+[[noreturn]] void positive_input(float x) {
+  char msg[160];
+  std::snprintf(msg, sizeof msg,
+                "ex2 model: input %.9g (bits 0x%08X) is positive; the unit is modelled for "
+                "x <= 0 and NaN only", double(x), f32_bits(x));
+  throw std::domain_error(msg);
+}
+
+}  // namespace
+
+Ex2Profile Ex2Profile::from_table(std::string id, std::string arch, std::vector<uint32_t> frac_bits) {
+  if (frac_bits.size() != kEx2FractionEntries)
+    throw std::invalid_argument("ex2 profile '" + id + "': fraction table has " +
+                                std::to_string(frac_bits.size()) + " entries; expected 2^23+1 = " +
+                                std::to_string(kEx2FractionEntries));
+  // F[0] = EX2(0) = 1 and F[2^23] = EX2(-1) = 0.5 anchor the integer scaling; every entry in
+  // [0.5, 1] keeps scaled results normal and exact.
+  if (frac_bits.front() != kOneBits || frac_bits.back() != kHalfBits)
+    throw std::invalid_argument("ex2 profile '" + id + "': F[0] must be 1.0 (0x3F800000) and "
+                                "F[2^23] must be 0.5 (0x3F000000)");
+  for (size_t k = 0; k < frac_bits.size(); ++k)
+    if (frac_bits[k] < kHalfBits || frac_bits[k] > kOneBits)
+      throw std::invalid_argument("ex2 profile '" + id + "': F[" + std::to_string(k) +
+                                  "] is outside [0.5, 1.0] (bits 0x3F000000..0x3F800000)");
+  Ex2Profile p;
+  p.id_ = std::move(id);
+  p.arch_ = std::move(arch);
+  p.frac_ = std::move(frac_bits);
+  return p;
+}
+
+float Ex2Profile::ex2(float x) const {
+  const uint32_t b = f32_bits(x);
+  const uint32_t e = (b >> 23) & 0xFFu;  // biased exponent
+  const uint32_t m = b & 0x7FFFFFu;
+  if (e == 0xFFu && m != 0) return f32_from_bits(kNanBits);  // any NaN, either sign
+  if (e == 0) {                                                // +-0 and subnormals (ftz)
+    if ((b >> 31) == 0 && m != 0) positive_input(x);
+    return f32_from_bits(kOneBits);
+  }
+  if ((b >> 31) == 0) positive_input(x);
+  // x = -(2^23 + m) * 2^(e - 150). Below -126 (and -Inf) the result is +0.
+  if (e > 133u || (e == 133u && m > 0x7C0000u)) return 0.0f;  // 0x42FC0000 = 126.0
+  const uint32_t sig = m | 0x800000u;
+  if (e <= 126u) {
+    // x in (-1, 0): k = trunc(|x| * 2^23) = sig * 2^(e - 127), truncated.
+    const uint32_t shift = 127u - e;
+    return f32_from_bits(shift >= 24u ? frac_[0] : frac_[sig >> shift]);
+  }
+  // x in [-126, -1]: |x| = q + f * 2^-s with s = 150 - e fraction bits (17..23), so
+  // ceil(x) = -q and the fraction index is f * 2^(23 - s) (exact). Scale by 2^-q. (x = -1 gives
+  // F[0] * 2^-1 = 0.5 = F[2^23], the same result as the [-1, 0) rule.)
+  const uint32_t s = 150u - e;
+  const uint32_t q = sig >> s;
+  const uint32_t k = (sig & ((1u << s) - 1u)) << (23u - s);
+  return f32_from_bits(frac_[k] - (q << 23));
+}
+
+float Ex2Profile::expf(float x) const {
+  if (x > 0.0f) positive_input(x);
+  const float y = x * f32_from_bits(0x3FB8AA3Bu);  // log2(e) as the kernel's literal; one rounding
+  if (y >= -126.0f || y != y) return ex2(y);
+  // The kernel halves y to keep the unit's input in range, then squares the result: an ordinary
+  // IEEE multiply, so subnormal and zero results appear here (not in the unit itself).
+  const float r = ex2(y * 0.5f);
+  return r * r;
+}
+
+}  // namespace tqref
