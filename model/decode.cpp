@@ -1,0 +1,377 @@
+#include "tqref/decode.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "tqref/numeric.h"
+#include "tqref/quantize.h"
+
+// Operation-by-operation model of paged_decode_attn_bf16k_turbo{2,3,4}v (SPEC section 5).
+// Every arithmetic line below is one f32 operation of the kernel, in the kernel's order; the
+// build forbids contraction (-ffp-contract=off), as the kernels are built with --fmad=false.
+// Loops that run "for each lane" or "for each dim" only reorder independent operations.
+
+namespace tqref {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument("paged_decode_model: " + what);
+}
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+// CUDA fmaxf: the other operand when one is NaN. The sign of a zero result never matters here:
+// m and mn only enter differences, and +-0 - +-0 is a zero of either sign, EXPF(+-0) = 1.
+inline float fmaxf_cuda(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a > b ? a : b;
+}
+
+// Where one CTA finds its data; all offsets in elements or bytes of the pools as on the GPU.
+struct Pools {
+  const uint16_t* q;         // [num_seqs][q_stride] bf16
+  const uint8_t* k;          // K pool, [num_blocks, B, H, D] bf16
+  const uint8_t* v;          // V pool, blocks of v_block_stride_bytes
+  const int32_t* tables;     // [num_seqs][max_blocks_per_seq]
+  CacheGeometry geo;
+  uint32_t bits;             // b of the format
+  uint32_t group_code_bytes; // packed code bytes per group of 16
+};
+
+// dequant(p) of SPEC section 5 as a table: value[sb][code] = f32(f32(fp16(CB[code])) * gs(sb)),
+// computed by dequantize_code, the same two roundings as the kernel, once per (scale, code).
+struct DequantTable {
+  std::array<float, 256 * 16> value{};
+  uint32_t levels = 0;
+  explicit DequantTable(const FormatTraits& t) : levels(t.levels) {
+    for (uint32_t sb = 0; sb < 256; ++sb)
+      for (uint32_t c = 0; c < t.levels; ++c)
+        value[sb * 16 + c] = dequantize_code(t, c, static_cast<uint8_t>(sb));
+  }
+};
+
+// One warp's online-softmax state. o[] is indexed by head dim d; lane l owns d = l*VEC .. +VEC-1,
+// and every operation on o[d] is per element, so the lane split never changes a rounding.
+template <uint32_t HDIM>
+struct WarpState {
+  float m = -1e30f;
+  float l = 0.0f;
+  std::array<float, HDIM> o{};
+};
+
+// One CTA (q head qh, sequence s).
+template <uint32_t HDIM>
+class Cta {
+ public:
+  static constexpr uint32_t kVec = HDIM / kWarpSize;  // dims per lane: 4 or 8
+
+  Cta(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2, const DecodeParams& p,
+      uint32_t s, uint32_t qh)
+      : pools_(pools), dq_(dq), ex2_(ex2), p_(p), s_(s),
+        kvh_(qh / (p.num_q_heads / p.num_kv_heads)) {
+    const uint16_t* qrow = pools.q + uint64_t(s) * p.q_stride + uint64_t(qh) * HDIM;
+    for (uint32_t d = 0; d < HDIM; ++d) q_[d] = bf16_to_f32(qrow[d]);
+  }
+
+  // Runs the CTA for a sequence of length L > 0; writes bf16 output and, if asked, diagnostics.
+  void run(uint32_t L, uint16_t* out, DecodeHeadDiag* diag) {
+    const uint32_t win = p_.sliding_window;
+    const uint32_t start = (win > 0 && L > win) ? L - win : 0;
+    const uint64_t A = L - start;
+    const uint64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
+    skipped_ = diag ? diag->skipped.data() : nullptr;
+    start_ = start;
+    std::array<WarpState<HDIM>, kDecodeWarps> warps{};
+    for (uint32_t w = 0; w < kDecodeWarps; ++w) {
+      const uint64_t lo = start + w * chunk;
+      const uint64_t hi = std::min<uint64_t>(start + (w + 1) * chunk, L);
+      walk(warps[w], lo, hi);
+    }
+    merge(warps);
+    const WarpState<HDIM>& w0 = warps[0];
+    const float inv = w0.l > 0.0f ? 1.0f / w0.l : 0.0f;  // correctly rounded; NaN l -> 0
+    for (uint32_t d = 0; d < HDIM; ++d) {
+      const float y = w0.o[d] * inv;
+      out[d] = f32_to_bf16(y);
+      if (diag) diag->out_f32[d] = y;
+    }
+    if (diag) {
+      diag->m = w0.m;
+      diag->l = w0.l;
+    }
+  }
+
+ private:
+  // Positions [lo, hi) of one warp, one cache block at a time: batches of 4 while 4 remain in
+  // the block and in the range (a batch never crosses a block boundary), then singles.
+  void walk(WarpState<HDIM>& ws, uint64_t lo, uint64_t hi) {
+    const uint64_t B = pools_.geo.block_size;
+    uint64_t p = lo;
+    while (p < hi) {
+      const uint64_t block_end = std::min((p / B + 1) * B, hi);
+      for (; p + 4 <= block_end; p += 4) batch(ws, p);
+      for (; p < block_end; ++p) single(ws, p);
+    }
+  }
+
+  // Physical block of logical position p, from the sequence's block table.
+  uint64_t physical_block(uint64_t p) const {
+    return uint64_t(pools_.tables[uint64_t(s_) * p_.max_blocks_per_seq + p / p_.block_size]);
+  }
+
+  // Score of position p: per-lane pairwise partial dot products, the xor butterfly over all 32
+  // simulated lanes, then the scale.
+  float score(uint64_t p) const {
+    const CacheGeometry& g = pools_.geo;
+    const uint64_t slot = physical_block(p) * g.block_size + p % g.block_size;
+    const uint8_t* kbytes = pools_.k + g.k_row_offset(int64_t(slot)) + uint64_t(kvh_) * HDIM * 2;
+    std::array<uint16_t, HDIM> kbits;
+    std::memcpy(kbits.data(), kbytes, sizeof(kbits));
+    std::array<float, kWarpSize> part;
+    for (uint32_t lane = 0; lane < kWarpSize; ++lane) {
+      const float* q = q_.data() + lane * kVec;
+      const uint16_t* k = kbits.data() + lane * kVec;
+      float acc = 0.0f;
+      for (uint32_t i = 0; i < kVec / 2; ++i) {
+        const float a = q[2 * i] * bf16_to_f32(k[2 * i]);          // --fmad=false: rounded
+        const float b = q[2 * i + 1] * bf16_to_f32(k[2 * i + 1]);  // products, rounded sums
+        const float pair = a + b;
+        acc = acc + pair;
+      }
+      part[lane] = acc;
+    }
+    for (uint32_t off = 16; off >= 1; off /= 2) {
+      std::array<float, kWarpSize> next;  // __shfl_xor_sync: every lane reads the old values
+      for (uint32_t lane = 0; lane < kWarpSize; ++lane) next[lane] = part[lane] + part[lane ^ off];
+      part = next;
+    }
+    return part[0] * p_.inv_sqrt_d;  // all lanes hold the same sum (f32 + is commutative)
+  }
+
+  // V of position p for head kvh: vals[d] = dequant of element (kvh*D + d) of the slot's row.
+  void dequant(uint64_t p, float* vals) const {
+    const CacheGeometry& g = pools_.geo;
+    const int64_t slot = int64_t(physical_block(p) * g.block_size + p % g.block_size);
+    const uint64_t group0 = uint64_t(kvh_) * HDIM / kGroupSize;
+    const uint8_t* codes =
+        pools_.v + g.v_code_row_offset(slot, pools_.bits) + group0 * pools_.group_code_bytes;
+    const uint8_t* scales = pools_.v + g.v_scale_row_offset(slot) + group0;
+    for (uint32_t grp = 0; grp < HDIM / kGroupSize; ++grp) {
+      const float* row = dq_.value.data() + uint32_t(scales[grp]) * 16;
+      const uint8_t* gc = codes + grp * pools_.group_code_bytes;
+      for (uint32_t k = 0; k < kGroupSize; ++k)
+        vals[grp * kGroupSize + k] = row[unpack_group_code(pools_.bits, gc, k)];
+    }
+  }
+
+  // v = ef > THRESH ? dequant(p) : 0. A skipped position's V bytes are never touched.
+  bool load_v(uint64_t p, float ef, float* vals) const {
+    const bool take = ef > p_.threshold;  // strictly greater; NaN -> skip
+    if (take)
+      dequant(p, vals);
+    else
+      std::fill(vals, vals + HDIM, 0.0f);
+    if (skipped_) skipped_[p - start_] = take ? 0 : 1;
+    return take;
+  }
+
+  void batch(WarpState<HDIM>& ws, uint64_t p) {
+    float sc[4];
+    for (uint32_t b = 0; b < 4; ++b) sc[b] = score(p + b);
+    const float mn =
+        fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(ws.m, sc[0]), sc[1]), sc[2]), sc[3]);
+    const float eo = ex2_.expf(ws.m - mn);
+    for (uint32_t d = 0; d < HDIM; ++d) ws.o[d] = ws.o[d] * eo;
+    ws.l = ws.l * eo;
+    float ef[4];
+    for (uint32_t b = 0; b < 4; ++b) {
+      ef[b] = ex2_.expf(sc[b] - mn);
+      ws.l = ws.l + ef[b];
+    }
+    ws.m = mn;
+    std::array<std::array<float, HDIM>, 4> v;
+    for (uint32_t b = 0; b < 4; ++b) load_v(p + b, ef[b], v[b].data());
+    for (uint32_t b = 0; b < 4; ++b)
+      for (uint32_t d = 0; d < HDIM; ++d) {
+        const float t = ef[b] * v[b][d];  // also for a skipped position: ef * 0
+        ws.o[d] = ws.o[d] + t;
+      }
+  }
+
+  void single(WarpState<HDIM>& ws, uint64_t p) {
+    const float sc = score(p);
+    const float mn = fmaxf_cuda(ws.m, sc);
+    const float eo = ex2_.expf(ws.m - mn);
+    const float en = ex2_.expf(sc - mn);
+    const float scaled_l = ws.l * eo;
+    ws.l = scaled_l + en;
+    std::array<float, HDIM> v;
+    load_v(p, en, v.data());
+    for (uint32_t d = 0; d < HDIM; ++d) {
+      const float a = ws.o[d] * eo;
+      const float b = en * v[d];
+      ws.o[d] = a + b;
+    }
+    ws.m = mn;
+  }
+
+  // Shared-memory tree: for stride 4, 2, 1 warp w < stride absorbs warp w + stride if that
+  // warp's l > 0 (NaN l: not absorbed).
+  void merge(std::array<WarpState<HDIM>, kDecodeWarps>& warps) const {
+    for (uint32_t stride = kDecodeWarps / 2; stride >= 1; stride /= 2) {
+      for (uint32_t w = 0; w < stride; ++w) {
+        WarpState<HDIM>& a = warps[w];
+        const WarpState<HDIM>& o = warps[w + stride];
+        if (!(o.l > 0.0f)) continue;
+        const float mn = fmaxf_cuda(a.m, o.m);
+        const float fa = ex2_.expf(a.m - mn);
+        const float fo = ex2_.expf(o.m - mn);
+        const float la = a.l * fa;
+        const float lo = o.l * fo;
+        a.l = la + lo;
+        a.m = mn;
+        for (uint32_t d = 0; d < HDIM; ++d) {
+          const float x = a.o[d] * fa;
+          const float y = o.o[d] * fo;
+          a.o[d] = x + y;
+        }
+      }
+    }
+  }
+
+  const Pools& pools_;
+  const DequantTable& dq_;
+  const Ex2Profile& ex2_;
+  const DecodeParams& p_;
+  uint32_t s_;
+  uint32_t kvh_;
+  std::array<float, HDIM> q_;
+  uint8_t* skipped_ = nullptr;  // diagnostics mask over [start, L), or null
+  uint32_t start_ = 0;
+};
+
+// Checks every parameter against the buffers; afterwards no access of the model is out of range.
+void validate(const FormatTraits& t, size_t q_elems, size_t k_bytes, size_t v_bytes,
+              size_t out_elems, std::span<const int32_t> tables, std::span<const int32_t> lens,
+              const DecodeParams& p) {
+  if (p.hdim != 128 && p.hdim != 256)
+    bad("hdim (the build's HDIM) = " + str(p.hdim) + "; allowed: 128 or 256");
+  if (p.head_dim != p.hdim)
+    bad("head_dim = " + str(p.head_dim) + "; allowed: equal to the build's HDIM = " + str(p.hdim));
+  if (p.num_kv_heads == 0) bad("num_kv_heads = 0; allowed: >= 1");
+  if (p.num_q_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
+    bad("num_q_heads = " + str(p.num_q_heads) + "; allowed: a positive multiple of num_kv_heads = " +
+        str(p.num_kv_heads));
+  if (p.block_size == 0) bad("block_size = 0; allowed: >= 1");
+  const uint64_t q_row = uint64_t(p.num_q_heads) * p.head_dim;
+  if (p.q_stride < q_row)
+    bad("q_stride = " + str(p.q_stride) + "; allowed: >= num_q_heads*head_dim = " + str(q_row));
+  const CacheGeometry g{p.num_kv_heads, p.head_dim, p.block_size, 0, p.v_block_stride_bytes,
+                        p.v_data_section_bytes};
+  if (p.v_data_section_bytes < g.min_v_data_section_bytes(t.bits))
+    bad("v_data_section_bytes = " + str(p.v_data_section_bytes) +
+        "; allowed: >= block_size*n*b/8 = " + str(g.min_v_data_section_bytes(t.bits)));
+  if (p.v_block_stride_bytes < g.min_v_block_stride_bytes())
+    bad("v_block_stride_bytes = " + str(p.v_block_stride_bytes) +
+        "; allowed: >= v_data_section_bytes + block_size*n/16 = " +
+        str(g.min_v_block_stride_bytes()));
+  const uint64_t S = p.num_seqs;
+  if (S == 0) return;
+  if (q_elems < (S - 1) * p.q_stride + q_row)
+    bad("q holds " + str(q_elems) + " elements; need (num_seqs-1)*q_stride + num_q_heads*head_dim = " +
+        str((S - 1) * p.q_stride + q_row));
+  if (out_elems < S * q_row)
+    bad("output holds " + str(out_elems) + " elements; need num_seqs*num_q_heads*head_dim = " +
+        str(S * q_row));
+  if (lens.size() < S)
+    bad("seq_lens holds " + str(lens.size()) + " entries; need num_seqs = " + str(S));
+  if (tables.size() < S * p.max_blocks_per_seq)
+    bad("block_tables holds " + str(tables.size()) + " entries; need num_seqs*max_blocks_per_seq = " +
+        str(S * p.max_blocks_per_seq));
+  // A block is usable when its whole K block and its V block up to the end of the scale
+  // section lie inside the pools (the last block's trailing padding may be absent).
+  const uint64_t k_blocks = k_bytes / g.k_block_bytes();
+  const uint64_t v_end = p.v_data_section_bytes + g.v_scale_row_bytes() * p.block_size;
+  const uint64_t v_blocks =
+      v_bytes < v_end ? 0 : (v_bytes - v_end) / p.v_block_stride_bytes + 1;
+  const uint64_t blocks = std::min(k_blocks, v_blocks);
+  const uint64_t cap = uint64_t(p.max_blocks_per_seq) * p.block_size;
+  for (uint64_t s = 0; s < S; ++s) {
+    const int32_t L = lens[s];
+    if (L < 0 || uint64_t(L) > cap)
+      bad("seq_lens[" + str(s) + "] = " + std::to_string(L) +
+          "; allowed: 0 .. max_blocks_per_seq*block_size = " + str(cap));
+    if (L == 0) continue;
+    const uint32_t start =
+        (p.sliding_window > 0 && uint32_t(L) > p.sliding_window) ? L - p.sliding_window : 0;
+    // Only the entries of blocks holding positions [start, L) are read.
+    for (uint64_t j = start / p.block_size; j <= uint64_t(L - 1) / p.block_size; ++j) {
+      const int32_t b = tables[s * p.max_blocks_per_seq + j];
+      if (b < 0 || uint64_t(b) >= blocks)
+        bad("block_tables[" + str(s) + "][" + str(j) + "] = " + std::to_string(b) +
+            " (in use by seq_lens[" + str(s) + "] = " + std::to_string(L) +
+            "); allowed: 0 .. num_blocks-1 = " + std::to_string(int64_t(blocks) - 1));
+    }
+  }
+}
+
+template <uint32_t HDIM>
+void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
+             std::span<uint16_t> output, std::span<const int32_t> lens, const DecodeParams& p,
+             DecodeDiagnostics* diag) {
+  const int64_t ctas = int64_t(p.num_seqs) * p.num_q_heads;
+  // Each CTA writes only its own output row and diagnostics entry: any thread count and any
+  // schedule give the same bits.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < ctas; ++i) {
+    const uint32_t s = uint32_t(i / p.num_q_heads), qh = uint32_t(i % p.num_q_heads);
+    const uint32_t L = uint32_t(lens[s]);
+    if (L == 0) continue;  // the CTA returns and writes nothing
+    DecodeHeadDiag* hd = diag ? &diag->heads[i] : nullptr;
+    if (hd) {
+      const uint32_t win = p.sliding_window;
+      const uint32_t start = (win > 0 && L > win) ? L - win : 0;
+      hd->skipped.assign(L - start, 0);
+      hd->out_f32.assign(HDIM, 0.0f);
+    }
+    Cta<HDIM> cta(pools, dq, ex2, p, s, qh);
+    cta.run(L, output.data() + uint64_t(i) * HDIM, hd);
+    if (hd)
+      hd->skip_count = uint32_t(std::count(hd->skipped.begin(), hd->skipped.end(), uint8_t(1)));
+  }
+}
+
+}  // namespace
+
+void paged_decode_model(Format format, std::span<const uint16_t> q,
+                        std::span<const uint8_t> k_cache, std::span<const uint8_t> v_cache,
+                        std::span<uint16_t> output, std::span<const int32_t> block_tables,
+                        std::span<const int32_t> seq_lens, const DecodeParams& p,
+                        const Ex2Profile& ex2, DecodeDiagnostics* diag) {
+  const FormatTraits& t = traits(format);
+  validate(t, q.size(), k_cache.size(), v_cache.size(), output.size(), block_tables, seq_lens, p);
+  if (diag) {
+    diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
+  }
+  if (p.num_seqs == 0) return;
+  const Pools pools{q.data(),
+                    k_cache.data(),
+                    v_cache.data(),
+                    block_tables.data(),
+                    CacheGeometry{p.num_kv_heads, p.head_dim, p.block_size, 0,
+                                  p.v_block_stride_bytes, p.v_data_section_bytes},
+                    t.bits,
+                    t.group_code_bytes};
+  const DequantTable dq(t);
+  if (p.hdim == 128)
+    run_all<128>(pools, dq, ex2, output, seq_lens, p, diag);
+  else
+    run_all<256>(pools, dq, ex2, output, seq_lens, p, diag);
+}
+
+}  // namespace tqref
