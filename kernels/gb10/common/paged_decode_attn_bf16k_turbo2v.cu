@@ -1,0 +1,4 @@
+// paged_decode_attn_bf16k_turbo2v (SPEC section 5); the implementation is paged_decode_attn.cuh.
+#include "paged_decode_attn.cuh"
+
+TQREF_DEFINE_DECODER(paged_decode_attn_bf16k_turbo2v, turbo2v)

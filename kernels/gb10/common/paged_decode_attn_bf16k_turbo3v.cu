@@ -1,0 +1,4 @@
+// paged_decode_attn_bf16k_turbo3v (SPEC section 5); the implementation is paged_decode_attn.cuh.
+#include "paged_decode_attn.cuh"
+
+TQREF_DEFINE_DECODER(paged_decode_attn_bf16k_turbo3v, turbo3v)
