@@ -1,0 +1,87 @@
+// `tqref study`: the quantisation-error studies (docs/studies.md). Writes tidy CSV files (one
+// per table) into a directory, or one HDF5 file when --out ends in .h5.
+#include <omp.h>
+
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "command.h"
+#include "study/study.h"
+
+namespace {
+
+namespace po = boost::program_options;
+using namespace tqref::study;
+
+int cmd_study(const std::vector<std::string>& args) {
+  StudyOptions o;
+  std::string out = "study-results", only;
+  int threads = 0;
+  bool quiet = false;
+  po::options_description desc(
+      "usage: tqref study [--out results.h5|csv-dir] [--quick] [--threads N] [--seed N]\n"
+      "  Quantisation-error studies of the Turbo-V formats (docs/studies.md); progress on stderr");
+  desc.add_options()("help,h", "this text")
+      ("out", po::value(&out)->default_value(out), "CSV directory, or a file ending in .h5")
+      ("quick", po::bool_switch(&o.quick), "seconds-long smoke run (fewer samples and lengths)")
+      ("threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = OpenMP default)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of every random source")
+      ("traces", po::value(&o.traces_dir)->default_value("data/traces"),
+       "directory of real traces (*.h5); missing or empty: real-trace parts are skipped")
+      ("ex2-arch", po::value(&o.ex2_arch)->default_value(o.ex2_arch),
+       "EX2 profile for the decode model")
+      ("only", po::value(&only)->default_value(""),
+       "comma list of parts to run: theory,vq,decode,traces (default: all)")
+      ("quiet", po::bool_switch(&quiet), "no progress lines");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "tqref study: %s\n", e.what());
+    return tqref::cli::kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return tqref::cli::kExitOk;
+  }
+  if (threads < 0 || threads > 1024) {
+    std::fprintf(stderr, "tqref study: --threads %d outside 0..1024\n", threads);
+    return tqref::cli::kExitUsage;
+  }
+  if (threads > 0) omp_set_num_threads(threads);
+  o.progress = !quiet;
+  auto wants = [&](const char* part) {
+    if (only.empty()) return true;
+    std::string list = "," + only + ",";
+    return list.find("," + std::string(part) + ",") != std::string::npos;
+  };
+  for (size_t b = 0; !only.empty() && b <= only.size();) {
+    size_t e = std::min(only.find(',', b), only.size());
+    std::string p = only.substr(b, e - b);
+    if (p != "theory" && p != "vq" && p != "decode" && p != "traces") {
+      std::fprintf(stderr, "tqref study: --only part '%s' unknown (allowed: theory,vq,decode,traces)\n",
+                   p.c_str());
+      return tqref::cli::kExitUsage;
+    }
+    b = e + 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Table> tables;
+  if (wants("theory")) run_theory(o, tables);
+  if (wants("vq")) run_vquant_synthetic(o, tables);
+  bool h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
+  if (h5) write_h5(out, tables);
+  else write_csv_dir(out, tables);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress(o, "wrote %zu tables to %s in %.1f s", tables.size(), out.c_str(), secs);
+  return tqref::cli::kExitOk;
+}
+
+}  // namespace
+
+TQREF_COMMAND("study", "quantisation-error studies: CSV/HDF5 tables for analysis/", cmd_study);
