@@ -25,6 +25,8 @@ class LaneSim {
   LaneSim(const DecodeCase& dc, const Ex2Profile& ex2, uint32_t s, uint32_t qh)
       : dc_(dc), ex2_(ex2), s_(s), vec_(dc.p.head_dim / 32),
         kvh_(qh / (dc.p.num_q_heads / dc.p.num_kv_heads)) {
+    const uint32_t L = uint32_t(dc.lens[s]), W = dc.p.sliding_window;
+    start_ = (W > 0 && L > W) ? L - W : 0;
     for (auto& w : warps_)
       for (uint32_t ln = 0; ln < 32; ++ln) {
         SimLane& x = w[ln];
@@ -40,8 +42,6 @@ class LaneSim {
   // Runs the CTA; returns the bf16 row and fills skip[p - start] (1 = V not loaded).
   std::vector<uint16_t> run(std::vector<uint8_t>* skip) {
     const uint32_t L = uint32_t(dc_.lens[s_]);
-    const uint32_t W = dc_.p.sliding_window;
-    start_ = (W > 0 && L > W) ? L - W : 0;
     skip_.assign(L - start_, 0);
     const uint32_t chunk = (L - start_ + 7) / 8;
     const uint32_t B = dc_.p.block_size;
@@ -71,6 +71,10 @@ class LaneSim {
     if (skip) *skip = skip_;
     return out;
   }
+
+ // Dequantised V of the j-th attended position (j = pos - start), head kvh, dim d, read by
+  // hand; lets tests weigh V without another pool reader.
+  float v_value(uint32_t j, uint32_t d) const { return v_at(start_ + j, d); }
 
  private:
   int64_t slot(uint32_t pos) const {

@@ -89,6 +89,43 @@ DecodeCase one_hot_case(const CaseSpec& c, float inv_sqrt_d, float threshold) {
   return dc;
 }
 
+
+// fp64 softmax weights and scores of one (s, qh), and the score rounding bound e_s, computed
+// directly from the pools (used to bound the model's distance from the fp64 reference).
+struct Fp64Head {
+  std::vector<double> w, score;
+  double e_s = 0;  // max_j bound on |f32 score - exact score|
+};
+
+Fp64Head fp64_head(const DecodeCase& dc, uint32_t s, uint32_t qh) {
+  const DecodeParams& p = dc.p;
+  const uint32_t L = uint32_t(dc.lens[s]), D = p.head_dim;
+  const uint32_t start = (p.sliding_window > 0 && L > p.sliding_window) ? L - p.sliding_window : 0;
+  const uint32_t kvh = qh / (p.num_q_heads / p.num_kv_heads);
+  const double u = 0x1p-24, depth = D / 64 + 7;  // VEC/2 pair sums + pair + butterfly + scale
+  Fp64Head h;
+  for (uint32_t pos = start; pos < L; ++pos) {
+    const int64_t slot = int64_t(dc.tables[uint64_t(s) * p.max_blocks_per_seq + pos / p.block_size]) *
+                             p.block_size + pos % p.block_size;
+    double dot = 0, mag = 0;
+    for (uint32_t d = 0; d < D; ++d) {
+      uint16_t kb;
+      std::memcpy(&kb, dc.k_cache.data() + ((uint64_t(slot) * p.num_kv_heads + kvh) * D + d) * 2, 2);
+      const double x = double(bf16_to_f32(dc.q[uint64_t(s) * p.q_stride + qh * D + d])) *
+                       double(bf16_to_f32(kb));
+      dot += x;
+      mag += std::fabs(x);
+    }
+    h.score.push_back(dot * p.inv_sqrt_d);
+    h.e_s = std::max(h.e_s, depth * u / (1 - depth * u) * mag * p.inv_sqrt_d);
+  }
+  const double M = *std::max_element(h.score.begin(), h.score.end());
+  double z = 0;
+  for (double x : h.score) z += std::exp(x - M);
+  for (double x : h.score) h.w.push_back(std::exp(x - M) / z);
+  return h;
+}
+
 }  // namespace
 
 // The core oracle: every format, both HDIMs, block sizes 1, 16, 32 and odd 7, and lengths 0, 1,
@@ -132,6 +169,37 @@ BOOST_AUTO_TEST_CASE(model_equals_lane_simulation_long_prime_and_windows) {
       c.seed = 77 + W;
       check_against_lane_sim(c);
     }
+}
+
+// Non-finite inputs: K rows holding NaN or +-Inf (scores NaN or +-Inf) and V groups holding
+// NaN (scale byte 0x7F). A NaN score is passed over by fmaxf but makes its warp's l NaN, and the
+// merge then drops that warp (l > 0 is false) unless it is warp 0. Bit-exact against the lane
+// simulation; catches an fmaxf that propagates NaN, a merge without the l > 0 test, or a
+// skipped position whose ef * 0 product is not added.
+BOOST_AUTO_TEST_CASE(model_equals_lane_simulation_non_finite) {
+  for (uint32_t bad_pos : {0u, 13u, 40u}) {
+    CaseSpec c;
+    c.format = Format::turbo4v;
+    c.block_size = 16;
+    c.num_q_heads = 2;
+    c.num_kv_heads = 1;
+    c.q_sigma = 2.0f;
+    c.lens = {64, 64, 64, 64};
+    c.seed = 600 + bad_pos;
+    c.kv_gen = [bad_pos](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
+      std::mt19937_64 rng(s * 1000 + pos);
+      for (uint32_t e = 0; e < 128; ++e) {
+        k[e] = bf16_gauss(rng, 1.0f);
+        v[e] = bf16_gauss(rng, 1.0f);
+      }
+      if (pos != bad_pos) return;
+      if (s == 0) k[5] = 0x7FC0;                // NaN score
+      if (s == 1) k[5] = 0x7F80;                // +-Inf score (sign from q)
+      if (s == 2) { k[5] = 0x7F80; k[70] = 0xFF80; }  // Inf - Inf: NaN score
+      if (s == 3) v[17] = 0x7FC0;               // NaN V group: scale byte 0x7F
+    };
+    check_against_lane_sim(c);
+  }
 }
 
 // Identical bits for 1, 2 and 3 threads, outputs and diagnostics. Catches shared mutable state
@@ -387,6 +455,74 @@ BOOST_AUTO_TEST_CASE(scores_tie_running_max) {
                                                        ReferenceV::dequantised);
   for (uint32_t d = 0; d < 128; ++d)
     BOOST_TEST(std::fabs(bf16_to_f32(out[d]) - mean[d]) <= 1e-5 + std::fabs(mean[d]) * 0x1p-8);
+}
+
+// Distance from the fp64 reference (dequantised V, no skip). Bound, per output element i:
+// with exact arithmetic and the model's own skip set K the kernel would return
+// out* = sum_{j not in K} w_j v_ij (l still counts the skipped factors), so
+//   |out* - ref_i| <= S_i = sum_{j in K} w_j |v_ij|.
+// Rounding: each factor ef_j carries a relative error d_j <= 2^-20 (EX2, ~2 ulp, plus the
+// product with log2 e) + 2u|x_j| (rounding of x_j = s_j - m and of y = x_j log2 e; |x_j| <=
+// M - s_j since the running max never exceeds the final one M) + 2 e_s (score error, itself
+// and via the max). The rescale factors eo and the merge factors multiply o and l alike, so
+// their EX2 error cancels in o/l and only their roundings remain: every term passes at most
+// 2L + 8 roundings (rescales, sums, 3 merge levels), gamma = (2L+8)u/(1-(2L+8)u), plus 2u for
+// the reciprocal and the last product. With M_i = sum_j w_j |v_ij|, |o/l - out*| <=
+// 2 (d_max + gamma + 2u) M_i; the bf16 rounding adds at most 2^-9 of the result, taken as
+// 2^-8 (|ref_i| + S_i) + 2^-8 * that rounding term. Catches wrong weights, a wrong V element,
+// a dropped position or a wrong normalisation, at every length including the prime 1009.
+BOOST_AUTO_TEST_CASE(model_close_to_fp64_reference_within_derived_bound) {
+  const double u = 0x1p-24;
+  double worst = 0;
+  for (const FormatTraits& t : kFormats)
+    for (uint32_t hdim : {128u, 256u}) {
+      CaseSpec c;
+      c.format = t.format;
+      c.hdim = hdim;
+      c.q_sigma = 2.5f;
+      c.lens = {1, 2, 5, 64, 1009};
+      c.window = 0;
+      c.seed = 900 + hdim;
+      const DecodeCase dc = make_case(c);
+      DecodeDiagnostics diag;
+      const std::vector<uint16_t> out = run_model(dc, ex2(), &diag);
+      const std::vector<double> ref = reference_attention(
+          dc.format, dc.q, dc.k_cache, dc.v_cache, {}, dc.tables, dc.lens, dc.p,
+          ReferenceV::dequantised);
+      uint64_t nonzero = 0;
+      for (uint32_t s = 0; s < dc.p.num_seqs; ++s)
+        for (uint32_t qh = 0; qh < dc.p.num_q_heads; ++qh) {
+          const uint64_t row = uint64_t(s) * dc.p.num_q_heads + qh;
+          const Fp64Head h = fp64_head(dc, s, qh);
+          const double M = *std::max_element(h.score.begin(), h.score.end());
+          const double L = double(h.w.size()), gamma = (2 * L + 8) * u / (1 - (2 * L + 8) * u);
+          double d_max = 0;
+          for (size_t j = 0; j < h.w.size(); ++j)
+            if (!diag.heads[row].skipped[j])
+              d_max = std::max(d_max, 0x1p-20 + 2 * u * (M - h.score[j]) + 2 * h.e_s);
+          LaneSim sim(dc, ex2(), s, qh);
+          for (uint32_t d = 0; d < hdim; ++d) {
+            double S = 0, Mi = 0;
+            for (size_t j = 0; j < h.w.size(); ++j) {
+              const float v = sim.v_value(uint32_t(j), d);
+              Mi += h.w[j] * std::fabs(v);
+              if (diag.heads[row].skipped[j]) S += h.w[j] * std::fabs(v);
+            }
+            const double round = 2 * (d_max + gamma + 2 * u) * Mi;
+            const double bound = S + round + 0x1p-8 * (std::fabs(ref[row * hdim + d]) + S + round);
+            const float got = bf16_to_f32(out[row * hdim + d]);
+            BOOST_REQUIRE(std::isfinite(got));
+            nonzero += got != 0.0f;
+            const double err = std::fabs(got - ref[row * hdim + d]);
+            BOOST_REQUIRE_MESSAGE(err <= bound, t.name << " hdim=" << hdim << " L=" << L << " qh="
+                                                       << qh << " d=" << d << " err " << err
+                                                       << " > bound " << bound);
+            if (bound > 0) worst = std::max(worst, err / bound);
+          }
+        }
+      BOOST_TEST(nonzero > 0u);
+    }
+  BOOST_TEST_MESSAGE("largest err / bound: " << worst);
 }
 
 // Bad parameters throw std::invalid_argument naming the parameter; unused table entries holding
