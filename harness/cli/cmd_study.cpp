@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "command.h"
+#include "ex2_profile_io.h"
+#include "study/decode_study.h"
 #include "study/study.h"
 
 namespace {
@@ -74,6 +76,11 @@ int cmd_study(const std::vector<std::string>& args) {
   std::vector<Table> tables;
   if (wants("theory")) run_theory(o, tables);
   if (wants("vq")) run_vquant_synthetic(o, tables);
+  if (wants("decode")) {
+    progress(o, "decode: loading the EX2 profile for %s", o.ex2_arch.c_str());
+    const tqref::Ex2Profile ex2 = tqref::load_ex2_profile_for_arch(o.ex2_arch);
+    run_decode_synthetic(o, ex2, tables);
+  }
   bool h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
   if (h5) write_h5(out, tables);
   else write_csv_dir(out, tables);
