@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,8 @@
 namespace tqref {
 
 namespace {
+
+static_assert(std::endian::native == std::endian::little, "dequant reads packed codes as LE words");
 
 [[noreturn]] void bad(const std::string& what) {
   throw std::invalid_argument("paged_decode_model: " + what);
@@ -125,29 +128,34 @@ class Cta {
   }
 
   // Score of position p: per-lane pairwise partial dot products, the xor butterfly over all 32
-  // simulated lanes, then the scale.
+  // simulated lanes, then the scale. The loops run over all dims / pairs / lanes at once (so
+  // the compiler can vectorise them), but each value is formed by exactly the kernel's
+  // operations: lane l's pair i is f32(f32(q[2i]*k[2i]) + f32(q[2i+1]*k[2i+1])) over its dims
+  // l*VEC.., and its partial sum adds its pairs in order, starting from 0.
   float score(uint64_t p) const {
+    constexpr uint32_t kPairs = kVec / 2;  // pairs per lane
     const CacheGeometry& g = pools_.geo;
     const uint64_t slot = physical_block(p) * g.block_size + p % g.block_size;
     const uint8_t* kbytes = pools_.k + g.k_row_offset(int64_t(slot)) + uint64_t(kvh_) * HDIM * 2;
     std::array<uint16_t, HDIM> kbits;
     std::memcpy(kbits.data(), kbytes, sizeof(kbits));
+    std::array<float, HDIM> prod;
+    for (uint32_t d = 0; d < HDIM; ++d) prod[d] = q_[d] * bf16_to_f32(kbits[d]);  // --fmad=false
+    std::array<float, HDIM / 2> pair;
+    for (uint32_t j = 0; j < HDIM / 2; ++j) pair[j] = prod[2 * j] + prod[2 * j + 1];
     std::array<float, kWarpSize> part;
-    for (uint32_t lane = 0; lane < kWarpSize; ++lane) {
-      const float* q = q_.data() + lane * kVec;
-      const uint16_t* k = kbits.data() + lane * kVec;
-      float acc = 0.0f;
-      for (uint32_t i = 0; i < kVec / 2; ++i) {
-        const float a = q[2 * i] * bf16_to_f32(k[2 * i]);          // --fmad=false: rounded
-        const float b = q[2 * i + 1] * bf16_to_f32(k[2 * i + 1]);  // products, rounded sums
-        const float pair = a + b;
-        acc = acc + pair;
-      }
-      part[lane] = acc;
-    }
+    part.fill(0.0f);
+    for (uint32_t i = 0; i < kPairs; ++i)
+      for (uint32_t lane = 0; lane < kWarpSize; ++lane) part[lane] = part[lane] + pair[lane * kPairs + i];
+    // __shfl_xor_sync(part, off): lane l reads the old value of lane l ^ off. Within each block
+    // of 2*off lanes the lower half reads the upper half and vice versa.
     for (uint32_t off = 16; off >= 1; off /= 2) {
-      std::array<float, kWarpSize> next;  // __shfl_xor_sync: every lane reads the old values
-      for (uint32_t lane = 0; lane < kWarpSize; ++lane) next[lane] = part[lane] + part[lane ^ off];
+      std::array<float, kWarpSize> next;
+      for (uint32_t base = 0; base < kWarpSize; base += 2 * off)
+        for (uint32_t j = 0; j < off; ++j) {
+          next[base + j] = part[base + j] + part[base + off + j];
+          next[base + off + j] = part[base + off + j] + part[base + j];
+        }
       part = next;
     }
     return part[0] * p_.inv_sqrt_d;  // all lanes hold the same sum (f32 + is commutative)
@@ -161,11 +169,15 @@ class Cta {
     const uint8_t* codes =
         pools_.v + g.v_code_row_offset(slot, pools_.bits) + group0 * pools_.group_code_bytes;
     const uint8_t* scales = pools_.v + g.v_scale_row_offset(slot) + group0;
+    const uint32_t bits = pools_.bits, mask = (1u << bits) - 1u;
     for (uint32_t grp = 0; grp < HDIM / kGroupSize; ++grp) {
       const float* row = dq_.value.data() + uint32_t(scales[grp]) * 16;
-      const uint8_t* gc = codes + grp * pools_.group_code_bytes;
+      // The group's 2*b bytes as one little-endian word: every format packs LSB first, so
+      // code k sits at bits k*b .. k*b+b-1 (what unpack_group_code computes byte by byte).
+      uint64_t word = 0;
+      std::memcpy(&word, codes + grp * pools_.group_code_bytes, pools_.group_code_bytes);
       for (uint32_t k = 0; k < kGroupSize; ++k)
-        vals[grp * kGroupSize + k] = row[unpack_group_code(pools_.bits, gc, k)];
+        vals[grp * kGroupSize + k] = row[(word >> (k * bits)) & mask];
     }
   }
 
