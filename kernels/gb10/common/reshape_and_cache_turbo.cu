@@ -110,14 +110,14 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
   }
   // 6. matched-norm scale (IEEE sqrt and division), clamped to the fp8 maximum; NaN stays NaN
   const float rn = __fsqrt_rn(rsq);
-#if TQREF_MUTANT == 9
-  float s = rn > 1e-10f ? __fdiv_rz(__fsqrt_rn(nsq), rn) : __fdiv_rz(amax, kMax);  // MUTANT 9
-#else
   float s = rn > 1e-10f ? __fdiv_rn(__fsqrt_rn(nsq), rn) : __fdiv_rn(amax, kMax);
-#endif
   if (s > 448.0f) s = 448.0f;
   // 7. scale byte and packed codes
-  *scale_dst = f32_to_fp8e4m3_satfinite(s);
+  uint8_t sb = f32_to_fp8e4m3_satfinite(s);
+#if TQREF_MUTANT == 9
+  if (sb != 0 && fp8e4m3_to_f32(sb) > s) sb -= 1;  // MUTANT 9: fp8 scale truncated (s >= 0)
+#endif
+  *scale_dst = sb;
   store_bytes<2 * kBits>(code_dst, packed);
 }
 
