@@ -25,6 +25,11 @@ void validate(const FormatTraits& t, size_t key_elems, size_t value_elems, size_
   if (p.key_stride < n)
     bad("key_stride = " + std::to_string(p.key_stride) + "; allowed: >= num_kv_heads*head_dim = " +
         std::to_string(n));
+  // The kernel copies K with 8-byte vector accesses: a key_stride that is not a multiple of 4
+  // bf16 faults on the GPU (SPEC section 4), so the model refuses it rather than invent bytes.
+  if (p.key_stride % 4 != 0)
+    bad("key_stride = " + std::to_string(p.key_stride) +
+        "; allowed: a multiple of 4 (8-byte vector copy of K)");
   if (p.value_stride < n)
     bad("value_stride = " + std::to_string(p.value_stride) +
         "; allowed: >= num_kv_heads*head_dim = " + std::to_string(n));
