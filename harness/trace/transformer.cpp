@@ -9,9 +9,13 @@ namespace tqref::trace {
 
 namespace {
 
+// Below this many multiply-adds a matmul runs on one thread: a parallel region costs more than
+// the work, and a busy machine stalls the barrier (only the classifier, vocab x dim, is above).
+constexpr int64_t kParallelMacs = int64_t(1) << 20;
+
 // out[i] = sum_j w[i*n + j] * x[j] for i < d; j ascending (fixed order, see header).
 void matmul(float* out, const float* x, const float* w, int n, int d) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (int64_t(n) * d >= kParallelMacs)
   for (int i = 0; i < d; ++i) {
     const float* row = w + int64_t(i) * n;
     float s = 0.0f;
@@ -100,7 +104,6 @@ const std::vector<float>& Transformer::forward(int tok, int pos, CapturedSequenc
       append_bf16(cap->v[size_t(l)], vc, kvd);
     }
 
-#pragma omp parallel for schedule(static)
     for (int h = 0; h < c_.n_heads; ++h) {
       const float* qh = q_.data() + int64_t(h) * hd;
       float* att = att_.data() + int64_t(h) * c_.seq_len;

@@ -5,7 +5,7 @@
 // W3*rms(x)). RMSNorm: w .* (x / sqrt(mean(x^2) + 1e-5)). Attention is causal, scaled by
 // 1/sqrt(head_dim), with GQA head kvh = h / (n_heads / n_kv_heads).
 // Every dot product sums j = 0, 1, ... in order, so results do not depend on the thread count
-// (OpenMP splits matrix rows and heads only).
+// (OpenMP splits the rows of large matrices only).
 #pragma once
 #include <cstdint>
 #include <string>
