@@ -76,10 +76,11 @@ int cmd_study(const std::vector<std::string>& args) {
   std::vector<Table> tables;
   if (wants("theory")) run_theory(o, tables);
   if (wants("vq")) run_vquant_synthetic(o, tables);
-  if (wants("decode")) {
-    progress(o, "decode: loading the EX2 profile for %s", o.ex2_arch.c_str());
+  if (wants("decode") || wants("traces")) {
+    progress(o, "loading the EX2 profile for %s", o.ex2_arch.c_str());
     const tqref::Ex2Profile ex2 = tqref::load_ex2_profile_for_arch(o.ex2_arch);
-    run_decode_synthetic(o, ex2, tables);
+    if (wants("decode")) run_decode_synthetic(o, ex2, tables);
+    if (wants("traces")) run_traces(o, &ex2, tables);
   }
   bool h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
   if (h5) write_h5(out, tables);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
@@ -138,9 +139,10 @@ void run_decode_batch(const StudyOptions& o, const DecodeBatch& b, const Ex2Prof
                                     ReferenceV::unquantised);
     auto ref_deq = reference_attention(t.format, q, k_cache, v_cache, value, tables, lens, p,
                                        ReferenceV::dequantised);
+    progress(o, "decode %s%s: %s, %zu thresholds (%u sequences, longest %u)", b.source.c_str(),
+             b.layer >= 0 ? (" layer " + std::to_string(b.layer)).c_str() : "", t.name,
+             thresholds.size(), S, *std::max_element(b.lens.begin(), b.lens.end()));
     for (float th : thresholds) {
-      progress(o, "decode %s: %s THRESH=%g (%u sequences, longest %u)", b.source.c_str(), t.name,
-               double(th), S, *std::max_element(b.lens.begin(), b.lens.end()));
       p.threshold = th;
       std::vector<uint16_t> output(uint64_t(S) * b.q_heads * HD, 0);
       DecodeDiagnostics diag;

@@ -25,6 +25,14 @@ void run_theory(const StudyOptions& o, std::vector<Table>& out);
 //    without a random-sign Hadamard rotation, and the fp8 scale statistics versus magnitude.
 void run_vquant_synthetic(const StudyOptions& o, std::vector<Table>& out);
 
+}  // namespace tqref::study
+namespace tqref { class Ex2Profile; }
+namespace tqref::study {
+
+// Studies 1-3 on every real trace in o.traces_dir: tables "vq_trace" and (when ex2 is given)
+// "decode_trace". Does nothing, with a progress line, when the directory has no *.h5.
+void run_traces(const StudyOptions& o, const Ex2Profile* ex2, std::vector<Table>& out);
+
 // Progress line on stderr ("[study] ..."), when enabled.
 void progress(const StudyOptions& o, const char* fmt, ...);
 
