@@ -87,6 +87,7 @@ Node Node::create_file(const std::string& path) {
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   // Creation order tracked so readers list cases in the order written.
   H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_obj_track_times(fcpl.get(), 0);  // root group without timestamps: reproducible bytes
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
@@ -112,6 +113,7 @@ Node Node::group(const std::string& name) const {
 Node Node::create_group(const std::string& name) const {
   Handle gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
   H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_obj_track_times(gcpl.get(), 0);  // no timestamps: equal contents give equal bytes
   hid_t g = H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT);
   if (g < 0) throw Error(where(name) + ": cannot create group");
   return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose));
@@ -273,6 +275,13 @@ void Node::set_attr(const std::string& name, double v, const std::string& obj) c
   write_attr(*this, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, space.get());
 }
 
+void Node::set_attr(const std::string& name, const std::vector<int64_t>& v,
+                    const std::string& obj) const {
+  hsize_t n = v.size();
+  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  write_attr(*this, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), space.get());
+}
+
 bool Node::has_attr(const std::string& name, const std::string& obj) const {
   Handle o = open_obj(*this, obj);
   return H5Aexists(target(*this, o), name.c_str()) > 0;
@@ -323,6 +332,20 @@ double Node::attr_double(const std::string& name, const std::string& obj) const 
     throw Error(where(obj) + ": attribute '" + name + "' is not a number");
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0)
+    throw Error(where(obj) + ": cannot read attribute '" + name + "'");
+  return v;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& name, const std::string& obj) const {
+  Handle o;
+  Handle a = open_attr(*this, obj, name, o);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_INTEGER)
+    throw Error(where(obj) + ": attribute '" + name + "' is not an integer array");
+  Handle space(H5Aget_space(a.get()), H5Sclose);
+  hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  std::vector<int64_t> v(size_t(n > 0 ? n : 0));
+  if (n > 0 && H5Aread(a.get(), H5T_NATIVE_INT64, v.data()) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");
   return v;
 }

@@ -62,10 +62,14 @@ class Node {
   void set_attr(const std::string& name, const std::string& v, const std::string& obj = "") const;
   void set_attr(const std::string& name, int64_t v, const std::string& obj = "") const;
   void set_attr(const std::string& name, double v, const std::string& obj = "") const;
+  // 1-D int64 array attribute (e.g. a launch grid [x, y, z]).
+  void set_attr(const std::string& name, const std::vector<int64_t>& v,
+                const std::string& obj = "") const;
   bool has_attr(const std::string& name, const std::string& obj = "") const;
   std::string attr_string(const std::string& name, const std::string& obj = "") const;
   int64_t attr_int(const std::string& name, const std::string& obj = "") const;
   double attr_double(const std::string& name, const std::string& obj = "") const;
+  std::vector<int64_t> attr_ints(const std::string& name, const std::string& obj = "") const;
 
   std::string where(const std::string& obj = "") const;  // "file.h5:/group/obj"
 

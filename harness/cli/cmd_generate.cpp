@@ -1,0 +1,158 @@
+// `tqref generate`: writes a golden file (docs/golden-schema.md) from a named suite or a YAML sweep.
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "command.h"
+#include "ex2_profile_io.h"
+#include "golden/generate.h"
+#include "golden/suites.h"
+#include "tqref/build_info.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+using namespace tqref;
+using namespace tqref::cli;
+using namespace tqref::golden;
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel = true; }
+
+bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
+  unsigned a = 0, b = 0;
+  char slash = 0;
+  std::istringstream in(s);
+  if (!(in >> a >> slash >> b) || slash != '/' || b == 0 || a >= b || !in.eof()) return false;
+  *i = a;
+  *n = b;
+  return true;
+}
+
+int cmd_generate(const std::vector<std::string>& args) {
+  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90";
+  uint64_t seed = 1;
+  int threads = omp_get_max_threads();
+  po::options_description desc(
+      "usage: tqref generate --suite NAME --out FILE [options]\n"
+      "Writes golden cases (docs/golden-schema.md); same options give the same bytes for any\n"
+      "--threads. Suites: smoke, standard, stress. Options");
+  desc.add_options()("help,h", "this text")(
+      "suite", po::value(&suite), "smoke | standard | stress")(
+      "config", po::value(&config), "YAML sweep file instead of --suite (docs/golden-schema.md)")(
+      "out", po::value(&out), "output HDF5 file (written as OUT.partial-PID, then renamed)")(
+      "seed", po::value(&seed), "base seed (< 2^63), default 1")(
+      "threads", po::value(&threads), "OpenMP threads across cases (default: all)")(
+      "shard", po::value(&shard), "I/N: only specs with index % N == I (default 0/1)")(
+      "ex2-arch", po::value(&ex2_arch), "EX2 profile used for decode cases (default sm_90)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "tqref generate: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (out.empty() || suite.empty() == config.empty()) {
+    std::fprintf(stderr, "tqref generate: give --out and exactly one of --suite, --config\n");
+    return kExitUsage;
+  }
+  uint32_t si = 0, sn = 1;
+  if (!parse_shard(shard, &si, &sn)) {
+    std::fprintf(stderr, "tqref generate: --shard %s; allowed: I/N with 0 <= I < N\n", shard.c_str());
+    return kExitUsage;
+  }
+  if (seed >> 63) {
+    std::fprintf(stderr, "tqref generate: --seed %llu; allowed: 0 .. 2^63-1\n", (unsigned long long)seed);
+    return kExitUsage;
+  }
+  std::vector<CaseSpec> specs;
+  Provenance prov;
+  try {
+    if (!config.empty()) {
+      std::ifstream in(config);
+      if (!in) {
+        std::fprintf(stderr, "tqref generate: cannot read --config %s\n", config.c_str());
+        return kExitBadInput;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      prov.config_yaml = ss.str();
+      specs = config_specs(prov.config_yaml, config);
+      prov.suite = "config";
+    } else {
+      specs = suite_specs(suite);
+      prov.suite = suite;
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tqref generate: %s\n", e.what());
+    return config.empty() ? kExitUsage : kExitBadInput;
+  }
+  std::optional<Ex2Profile> ex2;
+  bool need_ex2 = false;
+  for (const auto& s : specs) need_ex2 |= s.kind == CaseKind::decode;
+  if (need_ex2) {
+    try {
+      ex2 = load_ex2_profile_for_arch(ex2_arch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tqref generate: decode cases need the EX2 profile: %s\n", e.what());
+      return kExitBadInput;
+    }
+  }
+  prov.tqref_version = kVersion;
+  prov.git_commit = kGitCommit;
+  prov.threshold = kSparseVThreshold;
+  prov.command_line = canonical_command_line(
+      suite, seed, si, sn, config.empty() ? "" : std::filesystem::path(config).filename().string());
+  GenerateOptions opt;
+  opt.out = out;
+  opt.seed = seed;
+  opt.threads = threads;
+  opt.shard_index = si;
+  opt.shard_count = sn;
+  opt.provenance = prov;
+  opt.cancel = &g_cancel;
+  const bool tty = isatty(2);
+  opt.progress = [tty](size_t done, size_t total) {
+    if (tty) std::fprintf(stderr, "\rgenerate: %zu / %zu specs", done, total);
+    else if (done == total || done % 50 == 0) std::fprintf(stderr, "generate: %zu / %zu specs\n", done, total);
+  };
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    if (!generate_file(specs, opt, ex2 ? &*ex2 : nullptr)) {
+      std::fprintf(stderr, "\ntqref generate: interrupted; no output written\n");
+      return kExitInterrupted;
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "\ntqref generate: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (tty) std::fprintf(stderr, "\n");
+  std::printf("wrote %s: %zu specs, %.1f s, %d threads, %llu bytes\n", out.c_str(), specs.size(),
+              sec, threads, (unsigned long long)std::filesystem::file_size(out));
+  return kExitOk;
+}
+
+}  // namespace
+
+TQREF_COMMAND("generate", "write a golden-data file (suite or YAML sweep)", cmd_generate);

@@ -1,0 +1,35 @@
+// Fault injection for `tqref check --inject`: a Backend decorator that damages the bytes another
+// backend produced, the way a specific kernel bug would, before comparison. Tests use it to prove
+// that each kind of bug is detected and classified (compare.h categories).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "golden/backend.h"
+#include "tqref/ex2.h"
+
+namespace tqref::golden {
+
+enum class Fault {
+  none,
+  flip_code_bit,   // writer: one bit of the first written V code row        -> v-code
+  wrong_scale,     // writer: the first written V scale byte off by one code  -> v-scale
+  neighbour_slot,  // writer: a byte of an unwritten K slot next to a written one;
+                   // decode: a row of an L == 0 sequence                    -> untouched-modified
+  guard,           // any: the first byte after the first buffer             -> guard
+  flip_skip,       // decode: output of a kernel that never skips, so it reads the poisoned
+                   // V groups of skipped positions                          -> skipped-v-read
+  unwritten_row,   // writer: the first written K row left as it was;
+                   // decode: the first row of a non-empty sequence unwritten -> row-not-written
+};
+inline constexpr int kNumFaults = 7;
+
+const char* fault_name(Fault f);                  // "flip-code-bit", ...
+bool parse_fault(const std::string& s, Fault* f);
+// The category compare_case must report for the fault, "" when it does not apply to the kind.
+const char* fault_category(Fault f, CaseKind k);
+
+std::unique_ptr<Backend> make_fault_backend(std::unique_ptr<Backend> inner, Fault f,
+                                            const Ex2Profile* ex2);
+
+}  // namespace tqref::golden

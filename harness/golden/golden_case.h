@@ -1,0 +1,72 @@
+// One golden case in memory: everything a backend needs to launch the kernel once and everything
+// a checker needs to judge the result. The HDF5 layout is described in docs/golden-schema.md;
+// case_io.h moves these structs to and from /cases/<name>.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tqref/decode.h"
+#include "tqref/format.h"
+#include "tqref/writer.h"
+
+namespace tqref::golden {
+
+enum class CaseKind { writer, decode };
+
+// reshape_and_cache_flash_bf16k_turbo{2,3,4}v launch: grid [num_tokens,1,1], block [256,1,1].
+struct WriterCase {
+  WriterParams p;
+  uint32_t num_tokens = 0;
+  uint32_t num_blocks = 0;
+  std::vector<uint16_t> key;           // [num_tokens, key_stride] bf16
+  std::vector<uint16_t> value;         // [num_tokens, value_stride] bf16
+  std::vector<int64_t> slot_mapping;   // [num_tokens], < 0 = padding token
+  std::vector<uint8_t> k_init, v_init; // pools before the launch (poison background)
+  std::vector<uint8_t> k_expected, v_expected;  // whole pools after the launch
+};
+
+// Model diagnostics of a decode case, per (sequence, q head) row r = s * num_q_heads + qh.
+struct DecodeDiagData {
+  std::vector<uint64_t> skip_offsets;  // [rows + 1]: row r's positions start .. L-1 live at
+  std::vector<uint8_t> skip_mask;      //   skip_mask[skip_offsets[r] .. skip_offsets[r+1]), 1 = skipped
+  std::vector<uint32_t> skip_count;    // [rows]
+  std::vector<float> m, l;             // [rows] warp 0's state after the merge
+  std::vector<float> out_f32;          // [rows, head_dim] before the bf16 rounding
+  std::vector<double> ref_dequantised; // [rows, head_dim] fp64 softmax over dequantised V
+  std::vector<double> ref_unquantised; // [rows, head_dim] fp64 softmax over the writer's bf16 V
+};
+
+// paged_decode_attn_bf16k_turbo{2,3,4}v launch: grid [num_q_heads, num_seqs, 1], block [256,1,1].
+struct DecodeCase {
+  DecodeParams p;
+  uint32_t num_blocks = 0;
+  std::vector<uint16_t> q;              // [num_seqs, q_stride] bf16
+  std::vector<int32_t> block_tables;    // [num_seqs, max_blocks_per_seq]
+  std::vector<int32_t> seq_lens;        // [num_seqs]
+  std::vector<uint8_t> k_init, v_init;  // pools (written by the linked writer case, then poisoned)
+  std::vector<uint16_t> out_init;       // [num_seqs, num_q_heads, head_dim] bf16 poison
+  std::vector<uint16_t> out_expected;   // same shape, after the launch
+  DecodeDiagData diag;
+};
+
+struct GoldenCase {
+  std::string name;
+  CaseKind kind = CaseKind::writer;
+  Format format = Format::turbo3v;
+  float threshold = kSparseVThreshold;  // compile-time THRESH of the decode build
+  uint64_t seed = 0;                    // per-case seed the inputs were drawn from
+  std::string distribution;             // value distribution, e.g. "gaussian"
+  std::string exercises;                // free text: which SPEC section 7 items the case covers
+  std::string linked_case;              // decode: the writer case that produced its caches
+  WriterCase w;                         // valid when kind == writer
+  DecodeCase d;                         // valid when kind == decode
+};
+
+// Kernel name, e.g. "paged_decode_attn_bf16k_turbo3v".
+std::string kernel_name(CaseKind kind, Format f);
+const char* kind_name(CaseKind k);
+// Parses "turbo2v" etc.; returns false on an unknown name.
+bool parse_format(const std::string& s, Format* f);
+
+}  // namespace tqref::golden
