@@ -1,5 +1,7 @@
 // `tqref calibrate ex2`: measures the GPU's MUFU.EX2 unit and writes its profile (docs/ex2.md).
+#include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +12,11 @@
 
 #include "command.h"
 #include "ex2_profile_io.h"
+#include "tqref/build_info.h"
+#if TQREF_HAVE_GPU
+#include "calibrate/ex2_calibration.h"
+#include "gpu/driver.h"
+#endif
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -21,6 +28,7 @@ using namespace tqref::cli;
 
 struct Options {
   std::string out, arch = "auto", from_raw, device_name, driver, cuda, date;
+  int device = 0;
   bool force = false;
   std::string command_line;
 };
@@ -103,6 +111,113 @@ int run_from_raw(const Options& o) {
   return write_profile(o, o.out.empty() ? default_out(o.arch) : o.out, p, prov);
 }
 
+#if TQREF_HAVE_GPU
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char s[16];
+  std::strftime(s, sizeof s, "%Y-%m-%d", &tm);
+  return s;
+}
+
+void print_classes(const Ex2Measurement& m) {
+  std::printf("%-22s %12s %10s\n", "input class", "inputs", "mismatches");
+  for (const auto& c : m.classes) {
+    std::printf("%-22s %12" PRIu64 " %10" PRIu64 "\n", c.name.c_str(), c.inputs, c.mismatches);
+    for (size_t i = 0; i < c.example_input.size(); ++i)
+      std::printf("    x=0x%08" PRIX32 " hardware 0x%08" PRIX32 " model 0x%08" PRIX32 "\n",
+                  c.example_input[i], c.example_got[i], c.example_model[i]);
+  }
+  std::printf("%-22s %12" PRIu64 " %10" PRIu64 "\n", "total", m.total_inputs(), m.total_mismatches());
+}
+
+// Against the profile already known for this arch (if any): same table, or how many entries differ.
+void compare_with_known(const std::string& arch, const std::vector<uint32_t>& f) {
+  try {
+    const std::string path = find_ex2_profile(arch);
+    const Ex2Profile known = load_ex2_profile(path);
+    uint64_t diff = 0;
+    for (size_t k = 0; k < f.size(); ++k) diff += known.fraction_table()[k] != f[k];
+    std::printf("existing profile %s (%s): %s\n", path.c_str(), known.id().c_str(),
+                diff == 0 ? "identical fraction table"
+                          : (std::to_string(diff) + " entries of F differ").c_str());
+  } catch (const Ex2ProfileError&) {
+    std::printf("no existing profile for %s to compare with\n", arch.c_str());
+  }
+}
+
+int run_on_gpu(const Options& o) {
+  std::string why;
+  const gpu::Driver* d = gpu::Driver::get(&why);
+  if (!d) {
+    std::fprintf(stderr, "tqref calibrate ex2: %s; 0 devices. Nothing measured.\n", why.c_str());
+    return kExitNoDevice;
+  }
+  if (d->device_count() == 0) {
+    std::fprintf(stderr, "tqref calibrate ex2: CUDA driver %s loaded, 0 devices. Nothing measured.\n",
+                 d->api_version_string().c_str());
+    return kExitNoDevice;
+  }
+  gpu::Context ctx(o.device);
+  const gpu::DeviceInfo& dev = ctx.device();
+  const std::string arch = dev.arch();
+  if (o.arch != "auto" && o.arch != arch) {
+    std::fprintf(stderr, "tqref calibrate ex2: --arch %s, but device %d (%s) is %s\n",
+                 o.arch.c_str(), o.device, dev.name.c_str(), arch.c_str());
+    return kExitUsage;
+  }
+  const std::string out = o.out.empty() ? default_out(arch) : o.out;
+  if (fs::exists(out) && !o.force) {  // checked before the sweep as well as after it
+    std::fprintf(stderr, "tqref calibrate ex2: %s exists; not overwriting it (pass --force to "
+                 "replace it, or --out PATH)\n", out.c_str());
+    return kExitBadInput;
+  }
+  const std::string driver = gpu::Driver::kernel_module_version();
+  std::printf("device %d: %s (%s, %d SMs), driver %s, CUDA %s\n", o.device, dev.name.c_str(),
+              arch.c_str(), dev.sm_count, driver.empty() ? "unknown" : driver.c_str(),
+              d->api_version_string().c_str());
+  int last = -1;
+  const Ex2Measurement m = measure_ex2(ctx, arch, [&](int pass, uint64_t done, uint64_t total) {
+    const int pct = int(done * 100 / total);
+    if (pct / 10 != last / 10 || done == total) {
+      std::printf("  pass %d/2 (%s): %3d%%\n", pass, pass == 1 ? "fraction table" : "check every input", pct);
+      std::fflush(stdout);
+      last = done == total ? -1 : pct;
+    }
+  });
+  std::printf("probe kernel time %.1f ms\n", m.kernel_ms);
+  if (!m.fraction_valid) {
+    std::fprintf(stderr, "tqref calibrate ex2: the measured fraction table does not fit the "
+                 "model's structure: %s. This GPU needs a new model (docs/ex2.md); no profile written.\n",
+                 m.fraction_problem.c_str());
+    return kExitMismatch;
+  }
+  print_classes(m);
+  compare_with_known(arch, m.fraction);
+  if (m.total_mismatches() != 0) {
+    std::fprintf(stderr, "tqref calibrate ex2: %" PRIu64 " hardware results differ from the model "
+                 "built from this GPU's fraction table; no profile written (docs/ex2.md)\n",
+                 m.total_mismatches());
+    return kExitMismatch;
+  }
+  const Ex2Profile p = Ex2Profile::from_table(ex2_profile_id(arch, m.fraction), arch, m.fraction);
+  Ex2Provenance prov{dev.name, driver.empty() ? "unknown" : driver, d->api_version_string(),
+                     today_utc(),
+                     std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
+                         "), probe tqref_ex2_probe (kernels/probe/ex2_probe.cu)",
+                     o.command_line};
+  return write_profile(o, out, p, prov);
+}
+#else
+int run_on_gpu(const Options&) {
+  std::fprintf(stderr, "tqref calibrate ex2: this tqref was built without CUDA (cuda %s); no "
+               "CUDA driver can be used, 0 devices. Rebuild with nvcc, or convert a raw table with "
+               "--from-raw.\n", "not built in");
+  return kExitNoDevice;
+}
+#endif
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc(
       "usage: tqref calibrate ex2 [options]\n"
@@ -113,6 +228,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("out", po::value(&o.out), "output profile (default $TQREF_DATA_DIR/hw/<arch>/ex2.h5, or "
        "./tqref-data/hw/<arch>/ex2.h5)")
       ("arch", po::value(&o.arch), "sm_XX, or auto (the device's)")
+      ("device", po::value(&o.device), "CUDA device ordinal (default 0)")
       ("force", po::bool_switch(&o.force), "replace an existing profile")
       ("from-raw", po::value(&o.from_raw), "convert a raw fraction table (uint32 LE) instead")
       ("device-name", po::value(&o.device_name), "with --from-raw: the GPU measured")
@@ -144,11 +260,17 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   for (const auto& a : args)
     o.command_line += a.find_first_of(" \t'\"") == std::string::npos ? " " + a : " '" + a + "'";
   try {
-    return run_from_raw(o);
+    return o.from_raw.empty() ? run_on_gpu(o) : run_from_raw(o);
   } catch (const Ex2ProfileError& e) {
     std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
     return kExitBadInput;
   }
+#if TQREF_HAVE_GPU
+  catch (const gpu::Error& e) {
+    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
+    return e.fault ? kExitGpuFault : kExitNoDevice;
+  }
+#endif
 }
 
 }  // namespace
