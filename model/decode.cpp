@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -110,15 +111,46 @@ class Cta {
   }
 
  private:
+  // One step of a warp's walk: a batch (n = 4) or a single (n = 1) starting at position p,
+  // with the factors the kernel computes for it: eo rescales the old state, ef[b] weighs
+  // position p + b.
+  struct Step {
+    uint64_t p;
+    uint32_t n;
+    float eo;
+    float ef[4];
+  };
+
   // Positions [lo, hi) of one warp, one cache block at a time: batches of 4 while 4 remain in
   // the block and in the range (a batch never crosses a block boundary), then singles.
+  //
+  // The kernel interleaves scores, softmax state and V accumulation; the model runs them as
+  // three passes over the same steps. This is exact, not an approximation: the scores depend on
+  // q and K only, and m, l and the factors depend on the scores only, never on o. Each variable
+  // still receives the kernel's operations in the kernel's order. (The passes let the EX2 table
+  // lookups of consecutive steps overlap in the host's memory system.)
   void walk(WarpState<HDIM>& ws, uint64_t lo, uint64_t hi) {
     const uint64_t B = pools_.geo.block_size;
-    uint64_t p = lo;
-    while (p < hi) {
+    steps_.clear();
+    for (uint64_t p = lo; p < hi;) {
       const uint64_t block_end = std::min((p / B + 1) * B, hi);
-      for (; p + 4 <= block_end; p += 4) batch(ws, p);
-      for (; p < block_end; ++p) single(ws, p);
+      for (; p + 4 <= block_end; p += 4) steps_.push_back(Step{p, 4, 0.0f, {}});
+      for (; p < block_end; ++p) steps_.push_back(Step{p, 1, 0.0f, {}});
+    }
+    scores_.resize(hi > lo ? hi - lo : 0);
+    for (uint64_t p = lo; p < hi; ++p) scores_[p - lo] = score(p);
+    for (Step& st : steps_) {
+      const float* sc = scores_.data() + (st.p - lo);
+      if (st.n == 4)
+        batch_factors(ws, sc, st);
+      else
+        single_factors(ws, sc[0], st);
+    }
+    for (const Step& st : steps_) {
+      if (st.n == 4)
+        batch_accumulate(ws, st);
+      else
+        single_accumulate(ws, st);
     }
   }
 
@@ -192,44 +224,53 @@ class Cta {
     return take;
   }
 
-  void batch(WarpState<HDIM>& ws, uint64_t p) {
-    float sc[4];
-    for (uint32_t b = 0; b < 4; ++b) sc[b] = score(p + b);
+  // Batch of 4 scores, softmax part: mn = fmaxf(fmaxf(fmaxf(fmaxf(m, sc0), sc1), sc2), sc3),
+  // eo = EXPF(m - mn), l = l*eo, then for b: ef[b] = EXPF(sc[b] - mn), l = l + ef[b]; m = mn.
+  void batch_factors(WarpState<HDIM>& ws, const float* sc, Step& st) const {
     const float mn =
         fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(ws.m, sc[0]), sc[1]), sc[2]), sc[3]);
-    const float eo = ex2_.expf(ws.m - mn);
-    for (uint32_t d = 0; d < HDIM; ++d) ws.o[d] = ws.o[d] * eo;
-    ws.l = ws.l * eo;
-    float ef[4];
+    st.eo = ex2_.expf(ws.m - mn);
+    ws.l = ws.l * st.eo;
     for (uint32_t b = 0; b < 4; ++b) {
-      ef[b] = ex2_.expf(sc[b] - mn);
-      ws.l = ws.l + ef[b];
+      st.ef[b] = ex2_.expf(sc[b] - mn);
+      ws.l = ws.l + st.ef[b];
     }
     ws.m = mn;
+  }
+
+  // Batch, V part: o = o*eo, then v[b] = ef[b] > THRESH ? dequant : 0 and, for b = 0..3,
+  // o = o + ef[b]*v[b].
+  void batch_accumulate(WarpState<HDIM>& ws, const Step& st) const {
+    for (uint32_t d = 0; d < HDIM; ++d) ws.o[d] = ws.o[d] * st.eo;
     std::array<std::array<float, HDIM>, 4> v;
-    for (uint32_t b = 0; b < 4; ++b) load_v(p + b, ef[b], v[b].data());
+    for (uint32_t b = 0; b < 4; ++b) load_v(st.p + b, st.ef[b], v[b].data());
     for (uint32_t b = 0; b < 4; ++b)
       for (uint32_t d = 0; d < HDIM; ++d) {
-        const float t = ef[b] * v[b][d];  // also for a skipped position: ef * 0
+        const float t = st.ef[b] * v[b][d];  // also for a skipped position: ef * 0
         ws.o[d] = ws.o[d] + t;
       }
   }
 
-  void single(WarpState<HDIM>& ws, uint64_t p) {
-    const float sc = score(p);
+  // Single score, softmax part: mn = fmaxf(m, sc), eo = EXPF(m - mn), en = EXPF(sc - mn),
+  // l = f32(f32(l*eo) + en), m = mn.
+  void single_factors(WarpState<HDIM>& ws, float sc, Step& st) const {
     const float mn = fmaxf_cuda(ws.m, sc);
-    const float eo = ex2_.expf(ws.m - mn);
-    const float en = ex2_.expf(sc - mn);
-    const float scaled_l = ws.l * eo;
-    ws.l = scaled_l + en;
+    st.eo = ex2_.expf(ws.m - mn);
+    st.ef[0] = ex2_.expf(sc - mn);
+    const float scaled_l = ws.l * st.eo;
+    ws.l = scaled_l + st.ef[0];
+    ws.m = mn;
+  }
+
+  // Single, V part: v = en > THRESH ? dequant : 0, o = f32(f32(o*eo) + f32(en*v)).
+  void single_accumulate(WarpState<HDIM>& ws, const Step& st) const {
     std::array<float, HDIM> v;
-    load_v(p, en, v.data());
+    load_v(st.p, st.ef[0], v.data());
     for (uint32_t d = 0; d < HDIM; ++d) {
-      const float a = ws.o[d] * eo;
-      const float b = en * v[d];
+      const float a = ws.o[d] * st.eo;
+      const float b = st.ef[0] * v[d];
       ws.o[d] = a + b;
     }
-    ws.m = mn;
   }
 
   // Shared-memory tree: for stride 4, 2, 1 warp w < stride absorbs warp w + stride if that
@@ -265,6 +306,8 @@ class Cta {
   std::array<float, HDIM> q_;
   uint8_t* skipped_ = nullptr;  // diagnostics mask over [start, L), or null
   uint32_t start_ = 0;
+  std::vector<Step> steps_;     // the current warp's walk
+  std::vector<float> scores_;   // the current warp's scores, [hi - lo]
 };
 
 // Checks every parameter against the buffers; afterwards no access of the model is out of range.
