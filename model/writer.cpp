@@ -1,6 +1,8 @@
 #include "tqref/writer.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
@@ -8,6 +10,8 @@
 #include "tqref/quantize.h"
 
 namespace tqref {
+
+static_assert(std::endian::native == std::endian::little, "the K copy assumes a little-endian host");
 
 namespace {
 
@@ -64,6 +68,20 @@ void validate(const FormatTraits& t, size_t key_elems, size_t value_elems, size_
   }
 }
 
+// V row of one token: one quantised group per 16 elements. Bits is a template parameter so the
+// packing loop of format.h is specialised per format.
+template <uint32_t Bits>
+void write_v_row(const FormatTraits& t, const uint16_t* vrow, uint32_t n, uint8_t* codes,
+                 uint8_t* scales) {
+  for (uint32_t grp = 0; grp < n / kGroupSize; ++grp) {
+    uint16_t x[kGroupSize];
+    for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = vrow[grp * kGroupSize + i];
+    QuantizedGroup q = quantize_group(t, x);
+    pack_group_codes(Bits, q.codes, codes + uint64_t(grp) * Bits * 2);
+    scales[grp] = q.scale_byte;
+  }
+}
+
 }  // namespace
 
 void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
@@ -80,23 +98,17 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
   for (int64_t tok = 0; tok < tokens; ++tok) {
     const int64_t s = slot_mapping[tok];
     if (s < 0) continue;  // padding token: nothing is written
-    // K: bit-for-bit copy into the dense pool
-    const uint16_t* krow = key.data() + uint64_t(tok) * p.key_stride;
-    uint8_t* kdst = k_cache.data() + g.k_row_offset(s);
-    for (uint32_t e = 0; e < n; ++e) {
-      kdst[2 * e] = static_cast<uint8_t>(krow[e] & 0xFF);
-      kdst[2 * e + 1] = static_cast<uint8_t>(krow[e] >> 8);
-    }
-    // V: one quantised group per 16 elements
+    // K: bit-for-bit copy into the dense pool; on this little-endian host the bytes of the
+    // uint16 bf16 values are the pool's bytes
+    std::memcpy(k_cache.data() + g.k_row_offset(s), key.data() + uint64_t(tok) * p.key_stride,
+                size_t(n) * 2);
     const uint16_t* vrow = value.data() + uint64_t(tok) * p.value_stride;
     uint8_t* codes = v_cache.data() + g.v_code_row_offset(s, t.bits);
     uint8_t* scales = v_cache.data() + g.v_scale_row_offset(s);
-    for (uint32_t grp = 0; grp < n / kGroupSize; ++grp) {
-      uint16_t x[kGroupSize];
-      for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = vrow[grp * kGroupSize + i];
-      QuantizedGroup q = quantize_group(t, x);
-      pack_group_codes(t.bits, q.codes, codes + uint64_t(grp) * t.group_code_bytes);
-      scales[grp] = q.scale_byte;
+    switch (t.bits) {
+      case 2: write_v_row<2>(t, vrow, n, codes, scales); break;
+      case 3: write_v_row<3>(t, vrow, n, codes, scales); break;
+      default: write_v_row<4>(t, vrow, n, codes, scales); break;
     }
   }
 }

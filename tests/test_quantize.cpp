@@ -366,3 +366,18 @@ BOOST_AUTO_TEST_CASE(turbo4v_and_turbo2v_bit_layout) {
   const uint8_t want2[4] = {0x39, 0x0F, 0xC0, 0x46};  // e.g. byte 0 = 1 | 2<<2 | 3<<4 | 0<<6
   for (int i = 0; i < 4; ++i) BOOST_TEST(p[i] == want2[i], "turbo2v byte " << i);
 }
+
+// code_index (a binary search) against the counting definition on every bf16 value scaled into
+// the codebook range by a few factors: catches an off-by-one in the search steps.
+BOOST_AUTO_TEST_CASE(code_index_vs_counting_definition) {
+  const float factors[] = {1.0f, 0.37f, 2.9f, 1e-3f};
+  int bad = 0;
+  for (const auto& t : kFormats)
+    for (uint32_t h = 0; h < 65536; ++h)
+      for (float f : factors) {
+        float y = bf16_to_f32(uint16_t(h)) * f;
+        if (code_index(t, y) != oracle_index(t, y) && ++bad <= 5)
+          BOOST_TEST_MESSAGE(t.name << " y bits 0x" << std::hex << bits_of(y));
+      }
+  BOOST_TEST(bad == 0);
+}
