@@ -8,7 +8,8 @@ inputs and all NaNs with zero mismatches, so each pair equals what the unit retu
 implemented here independently of model/ex2.cpp (float arithmetic with ceil/ldexp as in
 ex2_explore.cu, not bit manipulation), so the test compares two implementations.
 
-usage: make_ex2_readings.py RAW_TABLE.u32 OUT.h5 [--seed N]
+usage: make_ex2_readings.py RAW_TABLE.u32 OUT.h5 [--seed N] [--source TEXT]
+(--source names the GPU, driver and run the table came from; the default is the H200 run.)
 """
 import argparse
 import sys
@@ -114,11 +115,16 @@ def main():
     ap.add_argument("raw")
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--source", default=(
+        "fraction table and structure rules measured on NVIDIA H200 (sm_90, driver 580.159.04, "
+        "CUDA 13.0, 2026-11-30) by harness/calibrate/ex2_explore.cu; rules verified on all 2^31 "
+        "non-positive inputs and all NaNs with 0 mismatches"))
     a = ap.parse_args()
     t = np.fromfile(a.raw, dtype="<u4")
-    if t.size != 2**23:
-        sys.exit(f"{a.raw}: {t.size} entries; expected 2^23")
-    t = np.append(t, np.uint32(0x3F000000))  # F[2^23] = EX2(-1) = 0.5, measured (log.txt)
+    if t.size == 2**23:  # ex2_explore.cu's table stops before F[2^23] = EX2(-1) = 0.5 (its log)
+        t = np.append(t, np.uint32(0x3F000000))
+    if t.size != 2**23 + 1:
+        sys.exit(f"{a.raw}: {t.size} entries; expected 2^23 (ex2_explore) or 2^23 + 1 (tqref calibrate ex2 --raw-out)")
     unit = Unit(t)
     rng = np.random.default_rng(a.seed)
     cases = ex2_inputs(rng)
@@ -133,10 +139,7 @@ def main():
     eout = [unit.expf_bits(b) for b in ein]
     with h5py.File(a.out, "w", track_order=True) as f:
         # Fixed-length byte strings: what harness/hdf5_util.h reads.
-        f.attrs["source"] = np.bytes_("fraction table and structure rules measured on NVIDIA H200 (sm_90, "
-                             "driver 580.159.04, CUDA 13.0, 2026-11-30) by "
-                             "harness/calibrate/ex2_explore.cu; rules verified on all 2^31 "
-                             "non-positive inputs and all NaNs with 0 mismatches")
+        f.attrs["source"] = np.bytes_(a.source)
         f.attrs["generator"] = np.bytes_("harness/calibrate/make_ex2_readings.py " + " ".join(sys.argv[1:]))
         f.attrs["seed"] = a.seed
         f.attrs["categories"] = np.bytes_(",".join(names))

@@ -27,7 +27,7 @@ using namespace tqref;
 using namespace tqref::cli;
 
 struct Options {
-  std::string out, arch = "auto", from_raw, device_name, driver, cuda, date;
+  std::string out, arch = "auto", from_raw, raw_out, device_name, driver, cuda, date;
   int device = 0;
   bool force = false;
   std::string command_line;
@@ -195,6 +195,18 @@ int run_on_gpu(const Options& o) {
   }
   print_classes(m);
   compare_with_known(arch, m.fraction);
+  if (!o.raw_out.empty()) {
+    std::ofstream raw(o.raw_out, std::ios::binary);
+    for (uint32_t v : m.fraction) {
+      const unsigned char le[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
+      raw.write(reinterpret_cast<const char*>(le), 4);
+    }
+    if (!raw) {
+      std::fprintf(stderr, "tqref calibrate ex2: cannot write %s\n", o.raw_out.c_str());
+      return kExitBadInput;
+    }
+    std::printf("wrote %s (F[0 .. 2^23], raw uint32 LE)\n", o.raw_out.c_str());
+  }
   if (m.total_mismatches() != 0) {
     std::fprintf(stderr, "tqref calibrate ex2: %" PRIu64 " hardware results differ from the model "
                  "built from this GPU's fraction table; no profile written (docs/ex2.md)\n",
@@ -230,6 +242,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("arch", po::value(&o.arch), "sm_XX, or auto (the device's)")
       ("device", po::value(&o.device), "CUDA device ordinal (default 0)")
       ("force", po::bool_switch(&o.force), "replace an existing profile")
+      ("raw-out", po::value(&o.raw_out), "also write the measured F[0 .. 2^23] as raw uint32 LE "
+       "(input of harness/calibrate/make_ex2_readings.py)")
       ("from-raw", po::value(&o.from_raw), "convert a raw fraction table (uint32 LE) instead")
       ("device-name", po::value(&o.device_name), "with --from-raw: the GPU measured")
       ("driver", po::value(&o.driver), "with --from-raw: its driver version")
