@@ -69,13 +69,27 @@ std::string Driver::kernel_module_version() {
   // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <date>"
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
-  if (!f || !std::getline(f, line)) return "";
-  const auto at = line.find("Kernel Module");
-  if (at == std::string::npos) return "";
-  std::istringstream rest(line.substr(at + 13));
-  std::string v;
-  rest >> v;
-  return v;
+  if (f && std::getline(f, line)) {
+    const auto at = line.find("Kernel Module");
+    if (at != std::string::npos) {
+      std::istringstream rest(line.substr(at + 13));
+      std::string v;
+      if (rest >> v) return v;
+    }
+  }
+  // Containers may hide /proc/driver: ask NVML (also loaded at run time, never linked).
+  void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!nvml) return "";
+  using InitFn = int (*)();
+  using VersionFn = int (*)(char*, unsigned);
+  auto init = reinterpret_cast<InitFn>(::dlsym(nvml, "nvmlInit_v2"));
+  auto version = reinterpret_cast<VersionFn>(::dlsym(nvml, "nvmlSystemGetDriverVersion"));
+  auto shutdown = reinterpret_cast<InitFn>(::dlsym(nvml, "nvmlShutdown"));
+  char v[96] = {};
+  const bool ok = init && version && shutdown && init() == 0 && version(v, sizeof v - 1) == 0;
+  if (init && shutdown && ok) shutdown();
+  ::dlclose(nvml);
+  return ok ? v : "";
 }
 
 void Driver::check(int r, const std::string& call) const {
