@@ -176,3 +176,29 @@ BOOST_AUTO_TEST_CASE(quantisation_gap_shrinks_with_bits) {
     prev = rel;
   }
 }
+
+// Bad parameters throw std::invalid_argument naming the parameter; a head_dim that differs from
+// the build's HDIM is accepted (the reference judges mismatched launches at level T). Catches a
+// reference that reads outside the pools or silently refuses the HDIM-mismatch study.
+BOOST_AUTO_TEST_CASE(parameter_validation) {
+  CaseSpec c;
+  c.lens = {20, 3};
+  const DecodeCase good = make_case(c);
+  auto expect = [&](const char* what, auto mutate) {
+    DecodeCase dc = good;
+    mutate(dc);
+    try {
+      ref(dc, ReferenceV::dequantised);
+      BOOST_ERROR("no exception for " << what);
+    } catch (const std::invalid_argument& e) {
+      BOOST_TEST(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  expect("block_tables[0][1]", [](DecodeCase& d) { d.tables[1] = int32_t(d.num_blocks); });
+  expect("q_stride", [](DecodeCase& d) { d.p.q_stride = 10; });
+  expect("num_q_heads", [](DecodeCase& d) { d.p.num_q_heads = 3; });
+  expect("seq_lens[0]", [](DecodeCase& d) { d.lens[0] = -2; });
+  DecodeCase mismatch = good;
+  mismatch.p.hdim = 256;  // head_dim stays 128
+  BOOST_CHECK_NO_THROW(ref(mismatch, ReferenceV::unquantised));
+}
