@@ -103,6 +103,13 @@ Node Node::open_file(const std::string& path) {
   return Node(path, "/", Handle(f, H5Fclose));
 }
 
+Node Node::open_file_rw(const std::string& path) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not a readable HDF5 file");
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (f < 0) throw Error(path + ": cannot open HDF5 file for writing");
+  return Node(path, "/", Handle(f, H5Fclose));
+}
+
 Node Node::group(const std::string& name) const {
   if (!has(name)) throw Error(where(name) + ": group missing");
   hid_t g = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);

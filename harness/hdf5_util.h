@@ -40,6 +40,7 @@ class Node {
  public:
   static Node create_file(const std::string& path);  // truncates
   static Node open_file(const std::string& path);    // read-only
+  static Node open_file_rw(const std::string& path); // read-write (tests edit attributes)
   Node group(const std::string& name) const;          // open existing
   Node create_group(const std::string& name) const;
   bool has(const std::string& name) const;

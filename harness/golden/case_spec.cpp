@@ -40,10 +40,14 @@ std::string spec_name(const CaseSpec& s, uint64_t index) {
   if (s.kind == CaseKind::writer) {
     r += "_t" + std::to_string(s.num_tokens);
   } else {
+    // the threshold distribution fixes its own sequences (build_decode.cpp)
+    const std::vector<int32_t> lens = s.dist == Dist::threshold ? std::vector<int32_t>{16, 32} : s.seq_lens;
     r += "_L";
-    for (size_t i = 0; i < s.seq_lens.size() && i < 4; ++i)
-      r += (i ? "-" : "") + std::to_string(s.seq_lens[i]);
-    if (s.seq_lens.size() > 4) r += "-x" + std::to_string(s.seq_lens.size());
+    for (size_t i = 0; i < lens.size() && i < 4; ++i) {
+      if (i) r.push_back('-');
+      r.append(std::to_string(lens[i]));
+    }
+    if (lens.size() > 4) r += "-x" + std::to_string(lens.size());
     r += "_win" + std::to_string(s.sliding_window);
   }
   if (s.padding_tokens) r += "_pad" + std::to_string(s.padding_tokens);

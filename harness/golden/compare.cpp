@@ -29,6 +29,7 @@ struct PoolPlace {
   std::string where;
   bool written = false;   // inside a row that a token with slot >= 0 writes
   const char* section;    // category if written: "k-value", "v-code", "v-scale"
+  uint64_t row_begin = 0, row_end = 0;  // the written row section holding the byte
 };
 
 PoolPlace k_place(const WriterCase& w, const std::unordered_set<int64_t>& slots, uint64_t off) {
@@ -37,6 +38,8 @@ PoolPlace k_place(const WriterCase& w, const std::unordered_set<int64_t>& slots,
   PoolPlace p;
   p.section = "k-value";
   p.written = slots.count(int64_t(slot)) > 0;
+  p.row_begin = slot * n * 2;
+  p.row_end = p.row_begin + n * 2;
   p.where = "K block " + std::to_string(slot / w.p.block_size) + " slot " +
             std::to_string(slot % w.p.block_size) + " head " + std::to_string(in / w.p.head_dim) +
             " dim " + std::to_string(in % w.p.head_dim);
@@ -60,12 +63,16 @@ PoolPlace v_place(const WriterCase& w, Format f, const std::unordered_set<int64_
   if (in < B * code_row) {
     const uint64_t slot = in / code_row, byte = in % code_row;
     p.written = slots.count(int64_t(block * B + slot)) > 0;
+    p.row_begin = block * w.p.v_block_stride_bytes + slot * code_row;
+    p.row_end = p.row_begin + code_row;
     p.where = blk + " codes slot " + std::to_string(slot) + group_str(byte / t.group_code_bytes) +
               " byte " + std::to_string(byte % t.group_code_bytes);
   } else if (in >= w.p.v_data_section_bytes && in < w.p.v_data_section_bytes + B * scale_row) {
     const uint64_t r = in - w.p.v_data_section_bytes, slot = r / scale_row;
     p.section = "v-scale";
     p.written = slots.count(int64_t(block * B + slot)) > 0;
+    p.row_begin = block * w.p.v_block_stride_bytes + w.p.v_data_section_bytes + slot * scale_row;
+    p.row_end = p.row_begin + scale_row;
     p.where = blk + " scales slot " + std::to_string(slot) + group_str(r % scale_row);
   } else {
     p.where = blk + " padding byte " + std::to_string(in);
@@ -89,9 +96,12 @@ void compare_pool(const GoldenCase& c, const std::string& name, const GuardedBuf
     const uint32_t i0 = elem(initial.data(), off, width);
     v.bytes_differing += width;
     PoolPlace pl = is_k ? k_place(c.w, slots, off) : v_place(c.w, c.format, slots, off);
-    const char* cat = !pl.written ? "untouched-modified"
-                      : (g == i0 && e != i0) ? "row-not-written"
-                                             : pl.section;
+    // row-not-written: the whole row section still holds its initial bytes (one byte equal to
+    // its initial value by chance is an ordinary wrong value)
+    const uint64_t len = pl.row_end - pl.row_begin;
+    const bool unwritten =
+        pl.written && std::memcmp(got.data() + pl.row_begin, initial.data() + pl.row_begin, len) == 0;
+    const char* cat = !pl.written ? "untouched-modified" : unwritten ? "row-not-written" : pl.section;
     note(v, {name, int64_t(off), cat, pl.where, e, g, i0, width});
   }
 }

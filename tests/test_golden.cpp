@@ -1,0 +1,170 @@
+// Golden-data generation (harness/golden/): portable RNG, reproducible bytes, the committed smoke
+// file, sharding, YAML sweeps and the documented h5py view of the schema.
+#define BOOST_TEST_MODULE test_golden
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "ex2_profile_io.h"
+#include "golden/case_io.h"
+#include "golden/generate.h"
+#include "golden/rng.h"
+#include "golden/suites.h"
+#include "golden_test_util.h"
+
+namespace {
+
+using namespace tqref;
+using namespace tqref::golden;
+using namespace tqref::test;
+namespace fs = std::filesystem;
+
+// Would catch: a changed SplitMix64 constant or shift (all case seeds and values would move).
+// Reference: the first outputs of SplitMix64 from state 0 as published with the algorithm.
+BOOST_AUTO_TEST_CASE(splitmix64_known_answers) {
+  uint64_t s = 0;
+  BOOST_TEST(splitmix64(s) == 0xE220A8397B1DCDAFull);
+  BOOST_TEST(splitmix64(s) == 0x6E789E6AA1B965F4ull);
+  BOOST_TEST(splitmix64(s) == 0x06C45D188009454Full);
+}
+
+// Would catch: a broken det_log range reduction or series (the Gaussian sampler depends on it).
+// libm's log is the oracle here only to 1e-14 relative: det_log exists because libm is not
+// bit-portable, not because it is more accurate.
+BOOST_AUTO_TEST_CASE(det_log_matches_libm_closely) {
+  for (double x : {1e-300, 1e-10, 0.001, 0.25, 0.5, 0.70710678, 0.9999999, 1.0, 1.5, 2.0, 3.0, 1e10}) {
+    const double want = std::log(x), got = det_log(x);
+    BOOST_TEST(std::fabs(got - want) <= 1e-14 * std::max(1.0, std::fabs(want)), "x " << x);
+  }
+}
+
+// Would catch: a sampler bug (wrong polar transform, dropped sqrt) that silently changes the
+// value distribution of every golden case.
+BOOST_AUTO_TEST_CASE(gaussian_moments) {
+  Rng r(12345);
+  double s = 0, s2 = 0, s4 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double g = r.gaussian();
+    s += g;
+    s2 += g * g;
+    s4 += g * g * g * g;
+  }
+  BOOST_TEST(std::fabs(s / n) < 0.01);
+  BOOST_TEST(std::fabs(s2 / n - 1.0) < 0.02);
+  BOOST_TEST(std::fabs(s4 / n - 3.0) < 0.1);  // kurtosis of a normal
+}
+
+// Would catch: timestamps, uninitialised bytes or hash-order iteration in the file (the same
+// command must give the same bytes), and any dependence of the bytes on the thread count.
+BOOST_AUTO_TEST_CASE(smoke_generation_is_reproducible_and_thread_independent) {
+  const fs::path d = scratch("golden_repro");
+  BOOST_REQUIRE_EQUAL(run_cli("generate --suite smoke --out " + (d / "a.h5").string() + " --threads 2", d), 0);
+  BOOST_REQUIRE_EQUAL(run_cli("generate --suite smoke --out " + (d / "b.h5").string() + " --threads 2", d), 0);
+  BOOST_REQUIRE_EQUAL(run_cli("generate --suite smoke --out " + (d / "c.h5").string() + " --threads 1", d), 0);
+  const std::string a = slurp(d / "a.h5");
+  BOOST_TEST(a.size() > 100000u);
+  BOOST_TEST(a.size() < 5u * 1024 * 1024);  // smoke stays small enough to commit
+  BOOST_TEST((a == slurp(d / "b.h5")));
+  BOOST_TEST((a == slurp(d / "c.h5")));
+  BOOST_TEST(!fs::exists(d / "a.h5.partial"));
+  fs::remove_all(d);
+}
+
+// Would catch: a change of the model, the builders or the schema that was not followed by
+// regenerating data/golden/smoke.h5 (run `tqref generate --suite smoke --seed 1 --out
+// data/golden/smoke.h5`). The committed file's version and commit attributes are reused, since
+// they name the build that made it, not its contents.
+BOOST_AUTO_TEST_CASE(committed_smoke_matches_regeneration) {
+  BOOST_REQUIRE_MESSAGE(fs::exists(kCommittedSmoke), kCommittedSmoke << " missing");
+  Provenance prov;
+  {
+    h5::Node root = h5::Node::open_file(kCommittedSmoke);
+    prov = read_provenance(root);
+  }
+  BOOST_REQUIRE_EQUAL(prov.command_line, canonical_command_line("smoke", prov.seed, 0, 1, ""));
+  const fs::path d = scratch("golden_committed");
+  GenerateOptions opt;
+  opt.out = (d / "smoke.h5").string();
+  opt.seed = prov.seed;
+  opt.threads = 2;
+  opt.provenance = prov;
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  BOOST_REQUIRE(generate_file(suite_specs("smoke"), opt, &ex2));
+  const bool same = slurp(opt.out) == slurp(kCommittedSmoke);
+  BOOST_TEST(same, "regenerated smoke differs from " << kCommittedSmoke
+                   << ": the model, builders or schema changed; regenerate and commit the file");
+  fs::remove_all(d);
+}
+
+// Would catch: shards that overlap or miss cases (shard I/N must partition the case list).
+BOOST_AUTO_TEST_CASE(shards_partition_the_suite) {
+  const fs::path d = scratch("golden_shard");
+  std::set<std::string> all, seen;
+  for (const char* shard : {"0/1", "0/3", "1/3", "2/3"}) {
+    const fs::path f = d / (std::string("s") + shard[0] + shard[2] + ".h5");
+    BOOST_REQUIRE_EQUAL(run_cli("generate --suite smoke --shard " + std::string(shard) + " --out " + f.string(), d), 0);
+    h5::Node root = h5::Node::open_file(f.string());
+    BOOST_TEST(read_provenance(root).shard == shard);
+    for (const auto& n : root.group("cases").children()) {
+      if (std::string(shard) == "0/1") all.insert(n);
+      else BOOST_TEST(seen.insert(n).second, "case " << n << " in two shards");
+    }
+  }
+  BOOST_TEST((seen == all));
+  fs::remove_all(d);
+}
+
+// Would catch: a sweep that drops or duplicates combinations, decode-only keys crossed into
+// writer specs, or unknown keys accepted silently.
+BOOST_AUTO_TEST_CASE(yaml_sweep_cross_product) {
+  const std::string yaml =
+      "kind: [writer, decode]\nformat: [turbo2v, turbo4v]\nhead_dim: [128, 256]\n"
+      "block_size: [16, 13, 1]\nseq_lens: [[0, 1, 5], [1031]]\nnum_tokens: [3]\n";
+  const auto specs = config_specs(yaml, "sweep.yaml");
+  size_t w = 0, dcount = 0;
+  for (const auto& s : specs) (s.kind == CaseKind::writer ? w : dcount)++;
+  BOOST_TEST(w == 2u * 2 * 3);          // seq_lens is decode-only
+  BOOST_TEST(dcount == 2u * 2 * 3 * 2);  // num_tokens is writer-only
+  BOOST_CHECK_THROW(config_specs("format: [turbo5v]\n", "x.yaml"), std::invalid_argument);
+  BOOST_CHECK_THROW(config_specs("colour: [red]\n", "x.yaml"), std::invalid_argument);
+  const fs::path d = scratch("golden_yaml");
+  {
+    std::ofstream(d / "s.yaml") << "kind: decode\nformat: turbo3v\nq_per_kv: [1, 8]\nseq_lens: [[0, 2, 19]]\n";
+  }
+  BOOST_TEST(run_cli("generate --config " + (d / "s.yaml").string() + " --out " + (d / "s.h5").string(), d) == 0);
+  h5::Node root = h5::Node::open_file((d / "s.h5").string());
+  BOOST_TEST(root.group("cases").children().size() == 4u);  // 2 decode specs, each with its writer
+  BOOST_TEST(read_provenance(root).config_yaml.find("q_per_kv") != std::string::npos);
+  fs::remove_all(d);
+}
+
+// Would catch: usage errors reported as success, or a partial file left behind.
+BOOST_AUTO_TEST_CASE(generate_rejects_bad_options) {
+  const fs::path d = scratch("golden_bad");
+  BOOST_TEST(run_cli("generate --suite nosuch --out " + (d / "x.h5").string(), d) == 2);
+  BOOST_TEST(run_cli("generate --suite smoke --shard 3/3 --out " + (d / "x.h5").string(), d) == 2);
+  BOOST_TEST(run_cli("generate --suite smoke", d) == 2);
+  {
+    std::ofstream(d / "bad.yaml") << "block_size: [banana]\n";
+  }
+  BOOST_TEST(run_cli("generate --config " + (d / "bad.yaml").string() + " --out " + (d / "x.h5").string(), d) == 3);
+  BOOST_TEST(slurp(d / "last.log").find("block_size") != std::string::npos);
+  BOOST_TEST(!fs::exists(d / "x.h5"));
+  fs::remove_all(d);
+}
+
+// Would catch: a schema that differs from docs/golden-schema.md as seen by an independent reader
+// (h5py + numpy), e.g. a renamed dataset, a wrong encoding attribute, K rows at the wrong slots.
+BOOST_AUTO_TEST_CASE(h5py_reads_the_committed_smoke_as_documented) {
+  const fs::path d = scratch("golden_h5py");
+  const std::string cmd = "/usr/bin/python3 " + std::string(TQREF_SOURCE_DIR) +
+                          "/tests/golden_h5py_check.py " + kCommittedSmoke + " > " +
+                          (d / "py.log").string() + " 2>&1";
+  const int st = std::system(cmd.c_str());
+  BOOST_TEST(st == 0, "h5py check failed (needs python3-h5py):\n" << slurp(d / "py.log"));
+  fs::remove_all(d);
+}
+
+}  // namespace
