@@ -92,6 +92,7 @@ VqResult measure_vq(const FormatTraits& t, const GroupCodebook& cb, const Varian
           double d = xd[e] - yd[e];
           ge += d * d;
           r.sum_sq += xd[e] * xd[e];
+          r.sum_4 += xd[e] * xd[e] * xd[e] * xd[e];
           r.sum += xd[e];
         }
         r.sum_err2 += ge;
@@ -104,7 +105,7 @@ VqResult measure_vq(const FormatTraits& t, const GroupCodebook& cb, const Varian
   VqResult tot;
   for (const auto& r : part) {  // fixed order: deterministic for any thread count
     tot.values += r.values; tot.groups += r.groups;
-    tot.sum_sq += r.sum_sq; tot.sum += r.sum; tot.sum_err2 += r.sum_err2;
+    tot.sum_sq += r.sum_sq; tot.sum += r.sum; tot.sum_4 += r.sum_4; tot.sum_err2 += r.sum_err2;
     tot.group_err2_sq += r.group_err2_sq;
     tot.underflow += r.underflow; tot.subnormal += r.subnormal; tot.saturated += r.saturated;
     tot.nonzero_groups += r.nonzero_groups;

@@ -22,13 +22,14 @@ struct Variant {
 
 struct VqResult {
   uint64_t values = 0, groups = 0;
-  double sum_sq = 0, sum = 0;      // of the input values (double)
+  double sum_sq = 0, sum = 0, sum_4 = 0;  // of the input values (double): x^2, x, x^4
   double sum_err2 = 0;             // sum of (x - x_hat)^2
   double group_err2_sq = 0;        // sum over groups of (group squared error)^2, for the SE
   uint64_t underflow = 0, subnormal = 0, saturated = 0, nonzero_groups = 0;
   double mean_sq() const { return sum_sq / values; }
   double variance() const { double m = sum / values; return sum_sq / values - m * m; }
   double mse() const { return sum_err2 / values; }
+  double kurtosis() const { return sum_4 / values / (mean_sq() * mean_sq()); }  // E[x^4]/E[x^2]^2
   // Standard error of mse() from the spread of per-group errors (groups independent).
   double mse_se() const;
 };

@@ -38,7 +38,7 @@ std::string variant_label(const Variant& v) {
 
 std::vector<std::string> vq_columns() {
   return {"source", "kind", "layer", "sigma", "format", "bits", "variant", "codebook", "scale",
-          "scale_enc", "rotation", "values", "mean_sq", "variance", "mse", "nmse", "nmse_se",
+          "scale_enc", "rotation", "values", "mean_sq", "variance", "kurtosis", "mse", "nmse", "nmse_se",
           "scale_underflow_rate", "scale_subnormal_rate", "scale_saturation_rate"};
 }
 
@@ -49,7 +49,7 @@ void add_vq_row(Table& t, const std::string& source, const std::string& kind, in
   t.add({source, kind, layer, sigma, std::string(f.name), int64_t(f.bits), variant_label(v),
          std::string(codebook_name(v.codebook)), std::string(scale_rule_name(v.rule)),
          std::string(v.rule == ScaleRule::oracle ? "none" : scale_enc_name(v.enc)),
-         std::string(rotated ? "hadamard" : "none"), int64_t(r.values), r.mean_sq(), r.variance(),
+         std::string(rotated ? "hadamard" : "none"), int64_t(r.values), r.mean_sq(), r.variance(), r.kurtosis(),
          r.mse(), r.mse() / r.mean_sq(), r.mse_se() / r.mean_sq(), double(r.underflow) / g,
          double(r.subnormal) / g, double(r.saturated) / g});
 }
