@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that tqref's build, tests, benchmarks and analysis need.
+# Non-interactive and idempotent: packages already present are left alone, and `apt-get update`
+# runs only when something is missing. Run as root (or through sudo).
+#
+# CUDA is not installed here: the toolkit comes from NVIDIA. When /usr/local/cuda/bin/nvcc (or an
+# nvcc on PATH) exists the build compiles the kernels and the GPU backend; otherwise it is a
+# host-only build and says so at configure time.
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ make git                               # toolchain (g++ brings libgomp for OpenMP)
+  libboost-program-options-dev libboost-test-dev   # CLI options, Boost.Test
+  libhdf5-dev hdf5-tools                           # golden data I/O, h5dump for inspection
+  libyaml-cpp-dev                                  # suite definitions
+  libbenchmark-dev                                 # bench/ (Google Benchmark)
+  python3 python3-h5py python3-numpy python3-matplotlib   # analysis/ reports and tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+else
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: missing packages: ${missing[*]}; run as root (sudo bash scripts/setup.sh)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "setup: CUDA toolkit found: kernels and GPU backend will be built"
+else
+  echo "setup: no CUDA toolkit (nvcc): host-only build (install NVIDIA's toolkit to /usr/local/cuda for the kernels)"
+fi

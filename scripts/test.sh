@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what is needed, configures and builds the `default` preset (or `cpu-only` when no nvcc
+# is found), then runs every test except those labelled `long` (CTest prints its summary).
+# Usage: bash scripts/test.sh        (from anywhere; run as root on a fresh Debian 12)
+# Environment: TQREF_JOBS (build parallelism, default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+export PATH="$PATH:/usr/local/cuda/bin"
+if command -v nvcc >/dev/null; then PRESET=default; else PRESET=cpu-only; fi
+echo "test: preset $PRESET"
+
+cmake --preset "$PRESET"
+cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
+ctest --preset "$PRESET"
