@@ -1,7 +1,8 @@
 // `tqref capture`: runs a llama2.c checkpoint (e.g. stories15M, scripts/fetch-model.sh) greedily
 // on one or more prompts and writes every layer's post-RoPE q, k and the v of every position as a
 // trace (docs/trace-schema.md). `tqref capture --validate FILE` (also `tqref trace-validate FILE`)
-// checks any trace file, ours or an engine's, against the schema.
+// checks any trace file, ours or an engine's, against the schema. `tqref trace-golden` builds the
+// 'real' golden suite from a trace (the `--trace` mode meant for `tqref generate`).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "tokenizer.h"
 #include "tqref/build_info.h"
 #include "trace_file.h"
+#include "trace_golden_cli.h"
 #include "transformer.h"
 
 namespace po = boost::program_options;
@@ -178,7 +180,40 @@ int cmd_capture(const std::vector<std::string>& args) {
   }
 }
 
+int cmd_trace_golden(const std::vector<std::string>& args) {
+  TraceGenerateCli tc;
+  std::string out, ex2_arch = "sm_90";
+  uint64_t seed = 1;
+  po::options_description desc(
+      "usage: tqref trace-golden --trace trace.h5 --out real.h5 [options]\n"
+      "Golden writer + decode cases from a real trace (docs/traces.md): every position written\n"
+      "through a shuffled slot mapping, queries at chosen positions over their causal prefix, all\n"
+      "layers and heads, head_dim zero-padded to the kernel's HDIM. Options");
+  desc.add_options()("help,h", "this text")("out", po::value(&out), "golden HDF5 file to write")(
+      "seed", po::value(&seed), "base seed for slots and poison (default 1)")(
+      "ex2-arch", po::value(&ex2_arch), "EX2 profile for the decode expectations (default sm_90)");
+  add_trace_generate_options(desc, tc);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "tqref trace-golden: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (tc.trace.empty() || out.empty()) {
+    std::fprintf(stderr, "tqref trace-golden: give --trace and --out (see --help)\n");
+    return kExitUsage;
+  }
+  return run_trace_generate(tc, out, seed, ex2_arch, "tqref trace-golden");
+}
+
 }  // namespace
 
 TQREF_COMMAND("capture", "greedy run of a llama2.c checkpoint, writing a q/k/v trace", cmd_capture);
 TQREF_COMMAND("trace-validate", "check a trace file against docs/trace-schema.md", cmd_trace_validate);
+TQREF_COMMAND("trace-golden", "golden cases (the 'real' suite) from a trace file", cmd_trace_golden);
