@@ -12,6 +12,12 @@ extern const unsigned char tqref_fatbin_decode_hdim256[];
 extern const std::size_t tqref_fatbin_decode_hdim256_size;
 extern const unsigned char tqref_fatbin_ex2_probe[];
 extern const std::size_t tqref_fatbin_ex2_probe_size;
+extern const unsigned char tqref_fatbin_decode_fast_hdim128[];
+extern const std::size_t tqref_fatbin_decode_fast_hdim128_size;
+extern const unsigned char tqref_fatbin_decode_fast_hdim256[];
+extern const std::size_t tqref_fatbin_decode_fast_hdim256_size;
+extern const unsigned char tqref_fatbin_bench_util[];
+extern const std::size_t tqref_fatbin_bench_util_size;
 
 namespace tqref::kernels {
 
@@ -20,6 +26,11 @@ std::span<const unsigned char> builtin_fatbin(std::string_view name) {
   if (name == "decode_hdim128") return {tqref_fatbin_decode_hdim128, tqref_fatbin_decode_hdim128_size};
   if (name == "decode_hdim256") return {tqref_fatbin_decode_hdim256, tqref_fatbin_decode_hdim256_size};
   if (name == "ex2_probe") return {tqref_fatbin_ex2_probe, tqref_fatbin_ex2_probe_size};
+  if (name == "decode_fast_hdim128")
+    return {tqref_fatbin_decode_fast_hdim128, tqref_fatbin_decode_fast_hdim128_size};
+  if (name == "decode_fast_hdim256")
+    return {tqref_fatbin_decode_fast_hdim256, tqref_fatbin_decode_fast_hdim256_size};
+  if (name == "bench_util") return {tqref_fatbin_bench_util, tqref_fatbin_bench_util_size};
   return {};
 }
 

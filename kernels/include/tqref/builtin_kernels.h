@@ -11,7 +11,7 @@ namespace tqref::kernels {
 
 struct BuiltinModule {
   const char* name;         // module name: also the file stem under build/kernels/modules/
-  const char* kernels[3];   // extern "C" entry points it contains
+  const char* kernels[6];   // extern "C" entry points it contains (unused slots nullptr)
   const char* description;
 };
 
@@ -30,6 +30,17 @@ inline constexpr BuiltinModule kBuiltinModules[] = {
       "paged_decode_attn_bf16k_turbo4v"},
      "SPEC section 5 decoders, HDIM=256, TQ_PLUS_SPARSE_V_THRESHOLD=1e-3f"},
     {"ex2_probe", {"tqref_ex2_probe", nullptr, nullptr}, "MUFU.EX2 calibration probe"},
+    {"decode_fast_hdim128",
+     {"paged_decode_attn_bf16k_turbo2v_gqa", "paged_decode_attn_bf16k_turbo3v_gqa",
+      "paged_decode_attn_bf16k_turbo4v_gqa", "paged_decode_attn_bf16k_turbo2v_gqa_stats",
+      "paged_decode_attn_bf16k_turbo3v_gqa_stats", "paged_decode_attn_bf16k_turbo4v_gqa_stats"},
+     "GQA decoders (same bits as SPEC section 5), HDIM=128, grid [num_q_heads/HT, num_seqs]"},
+    {"decode_fast_hdim256",
+     {"paged_decode_attn_bf16k_turbo2v_gqa", "paged_decode_attn_bf16k_turbo3v_gqa",
+      "paged_decode_attn_bf16k_turbo4v_gqa", "paged_decode_attn_bf16k_turbo2v_gqa_stats",
+      "paged_decode_attn_bf16k_turbo3v_gqa_stats", "paged_decode_attn_bf16k_turbo4v_gqa_stats"},
+     "GQA decoders (same bits as SPEC section 5), HDIM=256, grid [num_q_heads/HT, num_seqs]"},
+    {"bench_util", {"tqref_bench_fill_bf16", nullptr, nullptr}, "tqref bench input generator"},
 };
 
 // The embedded fatbin of module `name`; an empty span when no such module exists.

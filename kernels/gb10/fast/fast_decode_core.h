@@ -1,0 +1,450 @@
+// Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/kernels.md,
+// "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in {1,2,4}, HT divides
+// the GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
+// exactly the seed kernel's arithmetic (SPEC section 5): its 8-warp partition, batches of 4
+// within a cache block then singles, the per-lane pairwise score and the 16,8,4,2,1 butterfly,
+// the per-head skip decision, the stride-4/2/1 merge. Only the order in which independent
+// values are computed and the way bytes are fetched differ:
+//  - warp w walks its range in tiles of up to kTile positions made of whole steps
+//    (a step = one batch of 4 or one single), loading the tile's K rows once for all HT heads;
+//  - the HT x kTile butterflies of a tile run as one "transposed" reduction: at every xor step
+//    a lane keeps half of its values and swaps the other half with its partner, so each add is
+//    the butterfly's own `part(l) + part(l xor off)` on the same two values, with 1 shuffle per
+//    (head, position) instead of 5;
+//  - the scalar softmax chain (m, l, eo, ef) of head h runs in lanes with lane % HT == h and
+//    goes to shared memory; then every lane updates its o for all heads in step order;
+//  - a position's V bytes are read once if any of the HT heads uses it (ef > THRESH).
+// This header is plain C++ templated on an Ops policy so that the very same code runs on the
+// GPU (fast_decode_ops_cuda.cuh) and in a host simulation of one CTA with 256 threads
+// (tests/test_fast_decode_sim.cpp), which checks it against the CPU model.
+#pragma once
+#include <cstdint>
+
+#include "tqref/format.h"
+
+#if defined(__CUDACC__)
+#define TQF_HD __host__ __device__ __forceinline__
+#define TQF_UNROLL _Pragma("unroll")
+#else
+#define TQF_HD inline
+#define TQF_UNROLL
+#endif
+
+namespace tqref::fastdec {
+
+inline constexpr uint32_t kTile = 8;    // positions per tile (whole steps only)
+inline constexpr uint32_t kMaxHT = 4;   // q heads per CTA at most
+
+// The 16 decoder parameters of SPEC section 5 (same names and meaning) plus an optional
+// statistics buffer (the _stats entry points): counters[0] += (head, position) pairs,
+// counters[1] += skipped pairs, counters[2] += V rows read (positions used by any head).
+struct Args {
+  const uint16_t* q;             // [num_seqs][q_stride] bf16 bits
+  const uint16_t* k_cache;       // [num_blocks, B, H, D] bf16 bits
+  const uint8_t* v_cache;
+  uint16_t* output;              // [num_seqs, num_q_heads, D] bf16 bits
+  const int32_t* block_tables;   // [num_seqs][max_blocks_per_seq]
+  const int32_t* seq_lens;       // [num_seqs]
+  uint32_t max_blocks_per_seq, num_q_heads, num_kv_heads, head_dim, block_size;
+  float inv_sqrt_d;
+  uint32_t q_stride;
+  uint64_t v_block_stride, v_data_section;
+  uint32_t sliding_window;
+  unsigned long long* stats;     // nullptr: no statistics
+};
+
+// Shared memory of one CTA (one instance serves every HT; indices j*HT + h).
+template <uint32_t kHdim> struct Shared {
+  float cb16[16];                              // fp16(CB) as f32
+  float sc[kDecodeWarps][kTile * kMaxHT];      // scores of the current tile
+  float ef[kDecodeWarps][kTile * kMaxHT];      // softmax factors of the current tile
+  float eo[kDecodeWarps][kTile * kMaxHT];      // rescale factor of the step starting at j
+  float m[kDecodeWarps], l[kDecodeWarps];      // merge: warp states of one head
+  float o[kDecodeWarps][kHdim];
+};
+
+// Heads per CTA for a launch with grid.x CTAs per sequence: num_q_heads / grid_x when that is
+// 1, 2 or 4 and divides the GQA ratio, else 0 (invalid launch).
+TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t grid_x) {
+  if (num_kv_heads == 0 || grid_x == 0 || num_q_heads % num_kv_heads != 0) return 0;
+  if (num_q_heads % grid_x != 0) return 0;
+  const uint32_t ht = num_q_heads / grid_x, g = num_q_heads / num_kv_heads;
+  if ((ht != 1 && ht != 2 && ht != 4) || g % ht != 0) return 0;
+  return ht;
+}
+
+// The warp's walk over its range (warp-uniform): the seed kernel's block-by-block loop with
+// the position, its cache block and the block's end (min(block end, range end)).
+struct Walker {
+  int64_t p, w_end, blk_base, blk_end, lb;
+  int32_t phys;
+};
+
+template <class Ops>
+TQF_HD void walker_init(Walker& w, int64_t begin, int64_t end, const int32_t* table, uint32_t B) {
+  w.p = begin;
+  w.w_end = end;
+  w.lb = 0;
+  w.blk_base = 0;
+  w.blk_end = 0;
+  w.phys = 0;
+  if (begin < end) {
+    w.lb = begin / B;
+    w.blk_base = w.lb * B;
+    w.blk_end = w.blk_base + B < end ? w.blk_base + B : end;
+    w.phys = Ops::load_i32(table + w.lb);
+  }
+}
+
+// Moves past position w.p; enters the next cache block when the current one is done (only
+// table entries of blocks holding positions of the range are read, as in the seed kernel).
+template <class Ops> TQF_HD void walker_advance(Walker& w, const int32_t* table, uint32_t B) {
+  ++w.p;
+  if (w.p == w.blk_end && w.p < w.w_end) {
+    ++w.lb;
+    w.blk_base += B;
+    w.blk_end = w.blk_base + B < w.w_end ? w.blk_base + B : w.w_end;
+    w.phys = Ops::load_i32(table + w.lb);
+  }
+}
+
+// One tile: n <= kTile consecutive positions forming whole steps. Bit j of start_mask: a step
+// starts at position j; of batch_mask: that step is a batch of 4 (j+3 < n then).
+struct Tile {
+  uint32_t n, start_mask, batch_mask;
+  int32_t phys[kTile];
+  uint32_t slot[kTile];
+};
+
+// A step at p is a batch iff 4 positions remain in its cache block and in the range (the seed
+// kernel's `p + 4 <= blk_end`); it is taken only if it fits into the tile.
+template <class Ops> TQF_HD void build_tile(Walker& w, Tile& t, const int32_t* table, uint32_t B) {
+  t.n = 0;
+  t.start_mask = 0;
+  t.batch_mask = 0;
+  uint32_t rem = 0;
+  bool open = w.p < w.w_end;
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    if (open && rem == 0) {
+      if (w.p >= w.w_end) {
+        open = false;
+      } else {
+        const uint32_t len = w.p + 4 <= w.blk_end ? 4u : 1u;
+        if (j + len > kTile) {
+          open = false;
+        } else {
+          rem = len;
+          t.start_mask |= 1u << j;
+          if (len == 4) t.batch_mask |= 1u << j;
+        }
+      }
+    }
+    if (open) {
+      t.phys[j] = w.phys;
+      t.slot[j] = static_cast<uint32_t>(w.p - w.blk_base);
+      t.n = j + 1;
+      --rem;
+      walker_advance<Ops>(w, table, B);
+    } else {
+      t.phys[j] = 0;
+      t.slot[j] = 0;
+    }
+  }
+}
+
+// Transposed butterfly over N = 2^K values per lane (value c of every lane is the lane's
+// partial of combination c). Step s (off = 16 >> s, s < K): lanes with bit `off` clear keep
+// the lower half, the others the upper half; each lane sends the half it drops and adds what
+// its partner sends for the half it keeps: keep + partner's value of the same combination,
+// which is the butterfly's `part + part_of_lane(l xor off)`. After K steps one value is left
+// (combination lane >> (5 - K)); the remaining offsets are the plain butterfly. The result
+// equals the seed butterfly's value for that combination bit for bit.
+template <class Ops, uint32_t N, uint32_t kOff>
+TQF_HD void transposed_steps(float* v, uint32_t lane) {
+  if constexpr (N > 1) {
+    constexpr uint32_t half = N / 2;
+    const bool upper = (lane & kOff) != 0;
+TQF_UNROLL
+    for (uint32_t i = 0; i < half; ++i) {
+      const float send = upper ? v[i] : v[half + i];
+      const float keep = upper ? v[half + i] : v[i];
+      v[i] = Ops::add(keep, Ops::shfl_xor(send, kOff));
+    }
+    transposed_steps<Ops, half, kOff / 2>(v, lane);
+  } else if constexpr (kOff >= 1) {
+    v[0] = Ops::add(v[0], Ops::shfl_xor(v[0], kOff));
+    transposed_steps<Ops, 1, kOff / 2>(v, lane);
+  }
+}
+
+// log2 of the combination count (8, 16 or 32 for HT = 1, 2, 4).
+template <uint32_t N>
+inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99u;
+
+// Loads the code bits and the scale byte of position (phys, slot) for this lane (the seed
+// kernel's dequant addressing; bytes one by one since V rows may have any alignment).
+template <class Ops, Format F, uint32_t VEC>
+TQF_HD void load_v_raw(const Args& a, uint32_t kvh, int32_t phys, uint32_t slot, uint32_t lane,
+                       uint32_t& word, uint32_t& scale_byte) {
+  constexpr uint32_t kBits = FormatConst<F>::bits;
+  const uint64_t n = static_cast<uint64_t>(a.num_kv_heads) * a.head_dim;
+  const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(static_cast<int64_t>(phys)) * a.v_block_stride;
+  const uint64_t e0 = static_cast<uint64_t>(kvh) * a.head_dim + lane * VEC;
+  const uint64_t bit0 = e0 * kBits;
+  const uint8_t* cp = vblk + slot * (n * kBits / 8) + bit0 / 8;
+  const uint32_t shift = static_cast<uint32_t>(bit0 % 8);
+  const uint32_t nbytes = (shift + VEC * kBits + 7) / 8;
+  uint32_t w = 0;
+TQF_UNROLL
+  for (uint32_t k = 0; k < 4; ++k)
+    if (k < nbytes) w |= static_cast<uint32_t>(Ops::load_u8(cp + k)) << (8 * k);
+  word = w >> shift;  // the lane's VEC codes from bit 0
+  scale_byte = Ops::load_u8(vblk + a.v_data_section + slot * (n / kGroupSize) + e0 / kGroupSize);
+}
+
+// One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread of
+// the CTA calls this; control flow around Ops::sync_warp/shuffles is warp-uniform.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
+                       Shared<kHdim>& sm, Ops& ops) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  constexpr uint32_t kBits = FormatConst<F>::bits;
+  constexpr uint32_t kLevels = FormatConst<F>::levels;
+  constexpr uint32_t N = HT * kTile;              // combinations (head, position) per tile
+  constexpr uint32_t K = kLog2<N>;
+  static_assert(K <= 5, "HT * kTile must be 8, 16 or 32");
+  const uint32_t warp = tid / kWarpSize, lane = tid % kWarpSize;
+  const int32_t L = Ops::load_i32(a.seq_lens + seq);
+  if (L == 0) return;  // nothing is written (uniform across the CTA)
+
+  if (tid < kLevels) sm.cb16[tid] = Ops::template codebook16<F>(tid);
+  ops.sync_cta();
+
+  // The seed kernel's partition, identical for every head of the sequence.
+  const int64_t Ll = L;
+  const int64_t start = (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
+  const int64_t A = Ll - start;
+  const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
+  const int64_t w_begin = start + warp * chunk;
+  const int64_t w_end = w_begin + chunk < Ll ? w_begin + chunk : Ll;
+
+  const uint32_t G = a.num_q_heads / a.num_kv_heads;
+  const uint32_t kvh = qh0 / G;
+  const int32_t* table = a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq;
+  const bool k_aligned = Ops::aligned16(a.k_cache);
+  const uint32_t B = a.block_size;
+
+  float qf[HT][VEC];
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h) {
+    const uint16_t* qp = a.q + static_cast<uint64_t>(seq) * a.q_stride +
+                         static_cast<uint64_t>(qh0 + h) * a.head_dim + lane * VEC;
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; ++i) qf[h][i] = Ops::bf16(Ops::load_u16(qp + i));
+  }
+
+  // Lane state: o for every head; m and l of head lane % HT (the chain lanes).
+  float o[HT][VEC];
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h)
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; ++i) o[h][i] = 0.0f;
+  float m = -1e30f, l = 0.0f;
+  const uint32_t my_h = lane % HT;
+  unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
+
+  Walker wk;
+  walker_init<Ops>(wk, w_begin, w_end, table, B);
+  while (wk.p < wk.w_end) {
+    Tile t;
+    build_tile<Ops>(wk, t, table, B);
+
+    // K rows of the tile: one vector load per lane and position, all issued before use.
+    uint32_t kraw[kTile][VEC / 2];
+TQF_UNROLL
+    for (uint32_t j = 0; j < kTile; ++j) {
+      if (j < t.n) {
+        const uint64_t row =
+            (static_cast<uint64_t>(static_cast<int64_t>(t.phys[j])) * B + t.slot[j]) * a.num_kv_heads + kvh;
+        Ops::template load_k_raw<VEC>(a.k_cache + row * a.head_dim + lane * VEC, k_aligned, kraw[j]);
+      } else {
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC / 2; ++i) kraw[j][i] = 0;
+      }
+    }
+
+    // Per-lane partials of every (head, position): the seed's pairwise sums, in its order.
+    float val[N];
+TQF_UNROLL
+    for (uint32_t j = 0; j < kTile; ++j) {
+      float kf[VEC];
+TQF_UNROLL
+      for (uint32_t i = 0; i < VEC / 2; ++i) {
+        kf[2 * i] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] & 0xFFFFu));
+        kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] >> 16));
+      }
+TQF_UNROLL
+      for (uint32_t h = 0; h < HT; ++h) {
+        float part = 0.0f;
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC / 2; ++i)
+          // --fmad=false: two products, their sum, the running sum, each rounded
+          part = Ops::add(part, Ops::add(Ops::mul(qf[h][2 * i], kf[2 * i]),
+                                         Ops::mul(qf[h][2 * i + 1], kf[2 * i + 1])));
+        val[j * HT + h] = part;
+      }
+    }
+    transposed_steps<Ops, N, 16>(val, lane);
+    {
+      const uint32_t combo = lane >> (5 - K);
+      if ((lane & ((1u << (5 - K)) - 1u)) == 0) sm.sc[warp][combo] = Ops::mul(val[0], a.inv_sqrt_d);
+    }
+    ops.sync_warp();
+
+    // Softmax chain of head my_h, step by step exactly as the seed's batch/single updates.
+    {
+      float mn = m;
+TQF_UNROLL
+      for (uint32_t j = 0; j < kTile; ++j) {
+        if (j < t.n) {
+          const float s = sm.sc[warp][j * HT + my_h];
+          if ((t.start_mask >> j) & 1u) {
+            mn = Ops::fmax(m, s);
+            if ((t.batch_mask >> j) & 1u) {
+              if (j + 3 < kTile) {
+                mn = Ops::fmax(mn, sm.sc[warp][(j + 1) * HT + my_h]);
+                mn = Ops::fmax(mn, sm.sc[warp][(j + 2) * HT + my_h]);
+                mn = Ops::fmax(mn, sm.sc[warp][(j + 3) * HT + my_h]);
+              }
+            }
+            const float eo = ops.expf(Ops::sub(m, mn));
+            l = Ops::mul(l, eo);
+            if (lane < HT) sm.eo[warp][j * HT + my_h] = eo;
+            m = mn;
+          }
+          const float ef = ops.expf(Ops::sub(s, mn));
+          l = Ops::add(l, ef);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
+          if (lane < HT) sm.ef[warp][j * HT + my_h] = ef;
+        }
+      }
+    }
+    ops.sync_warp();
+
+    // V rows used by any head of the tile, all loads issued before use.
+    uint32_t vword[kTile], vscale[kTile];
+    uint32_t use_mask = 0;  // bit j*HT + h: head h uses position j (ef > THRESH)
+TQF_UNROLL
+    for (uint32_t j = 0; j < kTile; ++j) {
+      vword[j] = 0;
+      vscale[j] = 0;
+      if (j < t.n) {
+        uint32_t any = 0;
+TQF_UNROLL
+        for (uint32_t h = 0; h < HT; ++h) {
+          const uint32_t use = sm.ef[warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
+          use_mask |= use << (j * HT + h);
+          any |= use;
+        }
+        if (any) load_v_raw<Ops, F, VEC>(a, kvh, t.phys[j], t.slot[j], lane, vword[j], vscale[j]);
+        n_vrows += any;
+      }
+    }
+
+    // o updates in step order: rescale at each step start, then o + ef*v per position.
+TQF_UNROLL
+    for (uint32_t j = 0; j < kTile; ++j) {
+      if (j < t.n) {
+        if ((t.start_mask >> j) & 1u) {
+TQF_UNROLL
+          for (uint32_t h = 0; h < HT; ++h) {
+            const float eo = sm.eo[warp][j * HT + h];
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
+          }
+        }
+        float v[VEC];
+        if ((use_mask >> (j * HT)) & ((1u << HT) - 1u)) {
+          const float gs = Ops::fp8(vscale[j]);
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i)
+            v[i] = Ops::mul(sm.cb16[(vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+        } else {
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
+        }
+TQF_UNROLL
+        for (uint32_t h = 0; h < HT; ++h) {
+          const float ef = sm.ef[warp][j * HT + h];
+          if ((use_mask >> (j * HT + h)) & 1u) {
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
+          } else {
+            const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
+            ++n_skipped;
+          }
+        }
+        n_pairs += HT;
+      }
+    }
+    ops.sync_warp();  // sc/ef/eo are rewritten by the next tile
+  }
+
+  if (a.stats != nullptr && lane == 0) {
+    ops.atomic_add(a.stats + 0, n_pairs);
+    ops.atomic_add(a.stats + 1, n_skipped);
+    ops.atomic_add(a.stats + 2, n_vrows);
+  }
+
+  // Merge and output, head by head: the seed kernel's merge with this head's warp states.
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h) {
+    float mh = Ops::shfl_idx(m, h), lh = Ops::shfl_idx(l, h);
+    float oh[VEC];
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; ++i) oh[i] = o[h][i];
+    if (lane == 0) {
+      sm.m[warp] = mh;
+      sm.l[warp] = lh;
+    }
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
+    ops.sync_cta();
+    for (uint32_t step = 0; step < 3; ++step) {
+      const uint32_t stride = (kDecodeWarps / 2) >> step;  // 4, 2, 1
+      if (warp < stride) {
+        const uint32_t other = warp + stride;
+        const float lo = sm.l[other];
+        if (lo > 0.0f) {  // a NaN or empty warp state is not merged
+          const float mo = sm.m[other];
+          const float mn = Ops::fmax(mh, mo);
+          const float af = ops.expf(Ops::sub(mh, mn));
+          const float cf = ops.expf(Ops::sub(mo, mn));
+          lh = Ops::add(Ops::mul(lh, af), Ops::mul(lo, cf));
+          mh = mn;
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i)
+            oh[i] = Ops::add(Ops::mul(oh[i], af), Ops::mul(sm.o[other][lane * VEC + i], cf));
+        }
+        if (lane == 0) {
+          sm.m[warp] = mh;
+          sm.l[warp] = lh;
+        }
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
+      }
+      ops.sync_cta();
+    }
+    if (warp == 0) {
+      const float inv = lh > 0.0f ? Ops::div(1.0f, lh) : 0.0f;  // correctly rounded; NaN -> 0
+      uint16_t* out = a.output + (static_cast<uint64_t>(seq) * a.num_q_heads + qh0 + h) * a.head_dim +
+                      lane * VEC;
+TQF_UNROLL
+      for (uint32_t i = 0; i < VEC; ++i) Ops::store_u16(out + i, Ops::to_bf16(Ops::mul(oh[i], inv)));
+    }
+  }
+}
+
+}  // namespace tqref::fastdec

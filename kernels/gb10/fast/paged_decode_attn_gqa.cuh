@@ -1,0 +1,62 @@
+// Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the seed ABI's 16
+// parameters (SPEC section 5) with another launch geometry: grid [num_q_heads / HT, num_seqs],
+// block [256], HT = heads per CTA in {1, 2, 4} dividing num_q_heads / num_kv_heads, chosen by
+// the launcher (docs/kernels.md, "Fast decode variants"). Output bits equal the seed kernel's.
+// An invalid grid (heads_per_cta() == 0) traps: silently wrong geometry must not pass.
+#pragma once
+#include "fast_decode_ops_cuda.cuh"
+
+#ifndef HDIM
+#error "HDIM must be defined (128 or 256)"
+#endif
+static_assert(HDIM == 128 || HDIM == 256, "HDIM must be 128 or 256");
+
+namespace tqref::fastdec {
+
+template <Format F, uint32_t kHdim>
+__device__ __forceinline__ void decode_gqa_entry(const Args& a) {
+  __shared__ Shared<kHdim> sm;
+  CudaOps ops;
+  const uint32_t ht = heads_per_cta(a.num_q_heads, a.num_kv_heads, gridDim.x);
+  const uint32_t qh0 = blockIdx.x * ht, seq = blockIdx.y;
+  if (ht == 4) {
+    decode_cta<CudaOps, F, kHdim, 4>(a, qh0, seq, threadIdx.x, sm, ops);
+  } else if (ht == 2) {
+    decode_cta<CudaOps, F, kHdim, 2>(a, qh0, seq, threadIdx.x, sm, ops);
+  } else if (ht == 1) {
+    decode_cta<CudaOps, F, kHdim, 1>(a, qh0, seq, threadIdx.x, sm, ops);
+  } else {
+    __trap();
+  }
+}
+
+}  // namespace tqref::fastdec
+
+#define TQREF_FAST_ARGS_FROM_PARAMS(STATS)                                                        \
+  tqref::fastdec::Args a{reinterpret_cast<const uint16_t*>(q),                                    \
+                         reinterpret_cast<const uint16_t*>(k_cache), v_cache,                     \
+                         reinterpret_cast<uint16_t*>(output), block_tables, seq_lens,            \
+                         max_blocks_per_seq, num_q_heads, num_kv_heads, head_dim, block_size,     \
+                         inv_sqrt_d, q_stride, v_block_stride_bytes, v_data_section_bytes,        \
+                         sliding_window, STATS}
+
+#define TQREF_DEFINE_GQA_DECODER(NAME, FMT)                                                      \
+  extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
+      const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
+      __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
+      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
+      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
+      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window) {   \
+    const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
+    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM>(a);                               \
+  }                                                                                              \
+  extern "C" __global__ void __launch_bounds__(256) NAME##_stats(                                \
+      const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
+      __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
+      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
+      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
+      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window,     \
+      unsigned long long* stats) {                                                               \
+    const TQREF_FAST_ARGS_FROM_PARAMS(stats);                                                     \
+    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM>(a);                               \
+  }
