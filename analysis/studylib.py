@@ -59,13 +59,16 @@ def load_results(path):
     tables = {}
     if path.endswith(".h5"):
         import h5py
+        def text(v):  # fixed-length HDF5 strings come back as bytes
+            return v.decode() if isinstance(v, bytes) else str(v)
+
         with h5py.File(path, "r") as f:
             for name, g in f.items():
                 cols = {}
-                for c in g.attrs["columns"].split(","):
+                for c in text(g.attrs["columns"]).split(","):
                     d = g[c][()]
                     if "categories" in g[c].attrs:
-                        labels = g[c].attrs["categories"].split("\n")
+                        labels = text(g[c].attrs["categories"]).split("\n")
                         d = [labels[i] for i in d]
                     cols[c] = list(d)
                 tables[name] = Table(name, cols)

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ex2_profile_io.h"
+#include "study/decode_study.h"
 #include "study/group_quant.h"
 #include "study/hadamard.h"
 #include "study/lloyd_max.h"
@@ -239,4 +241,55 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_sane_tables) {
     if (s == 1.0) BOOST_TEST(u == 0.0);
   }
   fs::remove_all(dir);
+}
+
+// Decode study, --quick: the skip can never drop a position whose final weight exceeds THRESH
+// (the running-max factor bounds the weight from above), THRESH = 0 skips nothing on these
+// inputs, the model stays within the bf16 floor of the dequantised-V reference at THRESH = 0, and
+// the quantisation-only output error is the V error sqrt(nmse) for Gaussian V (loose factor 2:
+// two sequences only). Catches swapped references, a skip mask read at the wrong offset, or
+// weights from the wrong head.
+BOOST_AUTO_TEST_CASE(quick_decode_study_is_consistent) {
+  StudyOptions o;
+  o.quick = true;
+  o.progress = false;
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  std::vector<Table> tables;
+  run_decode_synthetic(o, ex2, tables);
+  BOOST_REQUIRE_EQUAL(tables.size(), 1u);
+  const Table& t = tables[0];
+  BOOST_REQUIRE(!t.rows.empty());
+  auto col = [&](const char* name) {
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i] == name) return i;
+    BOOST_FAIL("no column " << name);
+    return size_t(0);
+  };
+  const size_t c_thr = col("threshold"), c_fmt = col("format"), c_fs = col("false_skips"),
+               c_skip = col("skip_rate"), c_deq = col("rel_l2_vs_deq"), c_q = col("rel_l2_quant_only"),
+               c_cos = col("cosine");
+  // The V error of the writer on Gaussian values, measured by the other path (measure_vq).
+  double writer_nmse[3];
+  auto src = make_source(Dist::gaussian, 1.0, 256, 2, 128, 17, 3);
+  for (int k = 0; k < 3; ++k) {
+    GroupCodebook cb = make_group_codebook(kFormats[k], CodebookKind::spec);
+    VqResult r = measure_vq(kFormats[k], cb, {CodebookKind::spec, ScaleRule::matched, ScaleEnc::fp8, true},
+                            src, 2, 128, 1.0, nullptr);
+    writer_nmse[k] = r.mse() / r.mean_sq();
+  }
+  for (const auto& r : t.rows) {
+    const double th = std::get<double>(r[c_thr]);
+    const std::string f = std::get<std::string>(r[c_fmt]);
+    BOOST_TEST(std::get<int64_t>(r[c_fs]) == 0);
+    BOOST_TEST(std::isfinite(std::get<double>(r[c_cos])));
+    if (th == 0.0) {
+      BOOST_TEST(std::get<double>(r[c_skip]) == 0.0);
+      BOOST_TEST(std::get<double>(r[c_deq]) < 0.01, f << " rel_l2_vs_deq " << std::get<double>(r[c_deq]));
+    }
+    for (int k = 0; k < 3; ++k) {
+      if (f != kFormats[k].name) continue;
+      double q = std::get<double>(r[c_q]), s = std::sqrt(writer_nmse[k]);
+      BOOST_TEST((q > s / 2 && q < s * 2), f << " quant-only rel L2 " << q << " vs sqrt(nmse) " << s);
+    }
+  }
 }
