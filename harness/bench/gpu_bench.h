@@ -1,0 +1,81 @@
+// GPU benchmark of the writer and decoder kernels (`tqref bench`, docs/performance.md): inputs
+// generated on the device (bench_util module + the seed writer), CUDA-event timing after warm-up,
+// median of many runs, inputs rotated over several pool copies (more memory than the L2), a
+// device-to-device copy measured in the same run as the bandwidth reference, and a bit-for-bit
+// conformance check of every benchmarked kernel on the benchmark inputs before it is timed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/driver.h"
+#include "tqref/format.h"
+
+namespace tqref::bench {
+
+struct Timing {
+  double median_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0;
+  int runs = 0;
+};
+
+struct Settings {
+  int warmup = 5;
+  int runs = 30;
+  uint64_t rotate_bytes = 256ull << 20;  // pool copies are added until they exceed this
+  uint64_t seed = 1;
+};
+
+// One decode problem: every sequence has seq_len positions in shuffled physical blocks.
+struct DecodeShape {
+  Format format = Format::turbo3v;
+  uint32_t hdim = 128, num_seqs = 32, num_q_heads = 32, num_kv_heads = 8, seq_len = 16384;
+  uint32_t block_size = 16;
+  float q_sigma = 1.0f;  // q ~ N(0, q_sigma^2), K and V ~ N(0, 1): sets the skip rate
+  std::string label() const;
+};
+
+struct DecodeResult {
+  DecodeShape shape;
+  std::string kernel;     // entry point
+  uint32_t heads_per_cta = 0;  // 0 = seed geometry [num_q_heads, num_seqs]
+  Timing t;
+  uint64_t k_bytes = 0, v_bytes_full = 0, v_bytes_needed = 0, qo_bytes = 0;
+  double skip_rate = 0;   // skipped (head, position) pairs / all pairs
+  bool conformant = false;
+  uint64_t mismatches = 0;  // output elements differing from the seed kernel (0 for the seed)
+  bool model_checked = false, model_equal = false;  // seed vs CPU model on a sequence subset
+};
+
+struct WriterResult {
+  Format format = Format::turbo3v;
+  uint32_t hdim = 128, num_kv_heads = 8, tokens = 0, block_size = 16;
+  Timing t;
+  uint64_t bytes = 0;     // key + value read, K row + V row written
+  bool conformant = false;  // K and V pools equal the CPU writer model byte for byte
+  uint64_t mismatches = 0;
+};
+
+struct CopyResult {
+  uint64_t bytes = 0;     // copied bytes (the bandwidth counts read + write)
+  Timing t;
+  double gbps() const { return t.median_ms > 0 ? 2.0 * double(bytes) / (t.median_ms * 1e6) : 0; }
+};
+
+class GpuBench {
+ public:
+  GpuBench(const gpu::Context& ctx, Settings s);
+  ~GpuBench();
+  CopyResult copy(uint64_t bytes);
+  // Seed kernel plus the GQA kernel for every valid heads-per-CTA in `hts` (1, 2, 4).
+  std::vector<DecodeResult> decode(const DecodeShape& shape, const std::vector<uint32_t>& hts,
+                                   uint32_t model_check_seqs);
+  WriterResult writer(Format f, uint32_t hdim, uint32_t num_kv_heads, uint32_t tokens);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+std::string format_name(Format f);
+
+}  // namespace tqref::bench

@@ -1,0 +1,176 @@
+// tqref bench: GPU timing of the writer and decoder kernels (seed ABI and the GQA variants)
+// with a bit-for-bit conformance check of every timed kernel in the same run
+// (harness/bench/gpu_bench.h, docs/performance.md).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/gpu_bench.h"
+#include "command.h"
+#include "ex2_profile_io.h"
+#include "gpu/driver.h"
+
+namespace po = boost::program_options;
+using namespace tqref;
+using namespace tqref::cli;
+
+namespace {
+
+// The main shapes (32 seqs x 32/8 heads x 128 at 4k and 16k, 8 seqs at 32k), turbo3v.
+std::vector<bench::DecodeShape> quick_shapes(float q_sigma) {
+  std::vector<bench::DecodeShape> v;
+  for (auto [S, L] : {std::pair{32u, 4096u}, {32u, 16384u}, {8u, 32768u}}) {
+    bench::DecodeShape s;
+    s.num_seqs = S;
+    s.seq_len = L;
+    s.q_sigma = q_sigma;
+    v.push_back(s);
+  }
+  return v;
+}
+
+// Full sweep: formats x HDIM x context at GQA 4, then GQA ratios (MHA, 4, 8, MQA) at 16k, then a
+// peaked q (frequent sparse-V skips).
+std::vector<bench::DecodeShape> full_shapes(float q_sigma) {
+  std::vector<bench::DecodeShape> v;
+  for (Format f : {Format::turbo2v, Format::turbo3v, Format::turbo4v})
+    for (uint32_t hdim : {128u, 256u})
+      for (uint32_t L : {1024u, 4096u, 16384u}) {
+        bench::DecodeShape s;
+        s.format = f;
+        s.hdim = hdim;
+        s.seq_len = L;
+        s.q_sigma = q_sigma;
+        v.push_back(s);
+      }
+  for (uint32_t nkv : {32u, 4u, 1u}) {
+    bench::DecodeShape s;
+    s.num_kv_heads = nkv;
+    s.q_sigma = q_sigma;
+    v.push_back(s);
+  }
+  {
+    bench::DecodeShape s;
+    s.num_seqs = 8;
+    s.seq_len = 32768;
+    s.q_sigma = q_sigma;
+    v.push_back(s);
+    s.num_seqs = 32;
+    s.seq_len = 16384;
+    s.q_sigma = 4.0f * q_sigma;
+    v.push_back(s);
+  }
+  return v;
+}
+
+int cmd_bench(const std::vector<std::string>& args) {
+  bool quick = false;
+  std::string json;
+  int device = 0;
+  float q_sigma = 1.0f;
+  uint32_t model_seqs = 2;
+  bench::Settings st;
+  po::options_description desc(
+      "usage: tqref bench [--quick] [--json FILE] [options]\n"
+      "  Times the writer and decoder kernels on the GPU (seed ABI and the GQA variants), after\n"
+      "  checking every timed kernel bit for bit (decoders against the seed kernel, the seed against\n"
+      "  the CPU model on a few sequences, the writer against the CPU model). Exit 0: all conformant;\n"
+      "  1: a mismatch; 4: no GPU");
+  desc.add_options()("help,h", "this text")("quick", po::bool_switch(&quick),
+                                            "main shapes only (turbo3v, HDIM 128, GQA 4: 32x4k, 32x16k, 8x32k)")(
+      "json", po::value(&json), "write the results as JSON (schema tqref.bench/1)")(
+      "runs", po::value(&st.runs)->default_value(st.runs), "timed runs per kernel (median reported)")(
+      "warmup", po::value(&st.warmup)->default_value(st.warmup), "untimed runs before timing")(
+      "rotate-mib", po::value<uint64_t>()->default_value(st.rotate_bytes >> 20),
+      "pool copies are rotated until they exceed this many MiB (L2 is 50 MB on H200)")(
+      "seed", po::value(&st.seed)->default_value(st.seed), "input generator seed")(
+      "q-sigma", po::value(&q_sigma)->default_value(q_sigma), "std dev of q (K, V ~ N(0,1)); larger = more skips")(
+      "model-seqs", po::value(&model_seqs)->default_value(model_seqs),
+      "sequences of the first shape checked against the CPU model (0: none)")(
+      "device", po::value(&device)->default_value(0), "CUDA device ordinal");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "tqref bench: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  st.rotate_bytes = vm["rotate-mib"].as<uint64_t>() << 20;
+  if (st.runs < 1 || st.warmup < 0) {
+    std::fprintf(stderr, "tqref bench: --runs must be >= 1 and --warmup >= 0\n");
+    return kExitUsage;
+  }
+  std::string why;
+  const gpu::Driver* d = gpu::Driver::get(&why);
+  if (!d || d->device_count() == 0) {
+    std::fprintf(stderr, "tqref bench: %s; no GPU to benchmark on. Nothing measured.\n",
+                 d ? "CUDA driver loaded, 0 devices" : why.c_str());
+    return kExitNoDevice;
+  }
+  try {
+    gpu::Context ctx(device);
+    bench::Report rep;
+    rep.device = ctx.device().name;
+    rep.arch = ctx.device().arch();
+    rep.sm_count = ctx.device().sm_count;
+    rep.driver = gpu::Driver::kernel_module_version();
+    rep.settings = st;
+    rep.command_line = "tqref bench";
+    for (const auto& a : args) rep.command_line += " " + a;
+    if (model_seqs > 0) {
+      try {
+        (void)load_ex2_profile_for_arch(rep.arch);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tqref bench: no EX2 profile for %s (%s): seed-vs-model check skipped "
+                     "(set TQREF_DATA_DIR to the repository's data/)\n", rep.arch.c_str(), e.what());
+        model_seqs = 0;
+      }
+    }
+    bench::GpuBench b(ctx, st);
+    rep.copy = b.copy(1ull << 30);
+    std::printf("copy: %.0f GB/s read+write\n", rep.copy.gbps());
+    const auto shapes = quick ? quick_shapes(q_sigma) : full_shapes(q_sigma);
+    bool first = true;
+    for (const auto& s : shapes) {
+      std::printf("decode %s ...\n", s.label().c_str());
+      std::fflush(stdout);
+      for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
+      first = false;
+    }
+    for (uint32_t tokens : {32u, 16384u}) {
+      rep.writer.push_back(b.writer(Format::turbo3v, 128, 8, tokens));
+      if (!quick) {
+        rep.writer.push_back(b.writer(Format::turbo2v, 128, 8, tokens));
+        rep.writer.push_back(b.writer(Format::turbo4v, 128, 8, tokens));
+        rep.writer.push_back(b.writer(Format::turbo3v, 256, 8, tokens));
+      }
+    }
+    if (!json.empty()) bench::write_json(json, rep);
+    bench::print_table(rep);
+    bool ok = true;
+    for (const auto& r : rep.decode) ok &= r.conformant;
+    for (const auto& r : rep.writer) ok &= r.conformant;
+    if (!ok) std::printf("MISMATCH: at least one benchmarked kernel differs (see the bits column)\n");
+    return ok ? kExitOk : kExitMismatch;
+  } catch (const gpu::Error& e) {
+    std::fprintf(stderr, "tqref bench: %s\n", e.what());
+    return e.fault ? kExitGpuFault : kExitNoDevice;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tqref bench: %s\n", e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace
+
+TQREF_COMMAND("bench", "time the writer/decoder kernels (seed and GQA variants) on the GPU, checked bit for bit",
+              cmd_bench);
