@@ -68,17 +68,22 @@ void validate(const FormatTraits& t, size_t key_elems, size_t value_elems, size_
   }
 }
 
-// V row of one token: one quantised group per 16 elements. Bits is a template parameter so the
-// packing loop of format.h is specialised per format.
+// V row of one token: one quantised group per 16 elements, quantised kChunk groups at a time
+// (see quantize_groups). Bits is a template parameter so that the packing loop of format.h is
+// specialised per format.
 template <uint32_t Bits>
 void write_v_row(const FormatTraits& t, const uint16_t* vrow, uint32_t n, uint8_t* codes,
                  uint8_t* scales) {
-  for (uint32_t grp = 0; grp < n / kGroupSize; ++grp) {
-    uint16_t x[kGroupSize];
-    for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = vrow[grp * kGroupSize + i];
-    QuantizedGroup q = quantize_group(t, x);
-    pack_group_codes(Bits, q.codes, codes + uint64_t(grp) * Bits * 2);
-    scales[grp] = q.scale_byte;
+  constexpr uint32_t kChunk = 8;  // groups quantised together (their chains overlap)
+  QuantizedGroup q[kChunk];
+  const uint32_t groups = n / kGroupSize;
+  for (uint32_t g0 = 0; g0 < groups; g0 += kChunk) {
+    const uint32_t count = std::min(kChunk, groups - g0);
+    quantize_groups(t, vrow + g0 * kGroupSize, count, q);
+    for (uint32_t k = 0; k < count; ++k) {
+      pack_group_codes(Bits, q[k].codes, codes + uint64_t(g0 + k) * Bits * 2);
+      scales[g0 + k] = q[k].scale_byte;
+    }
   }
 }
 

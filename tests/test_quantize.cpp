@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "fp_oracles.h"
 #include "tqref/format.h"
@@ -380,4 +381,32 @@ BOOST_AUTO_TEST_CASE(code_index_vs_counting_definition) {
           BOOST_TEST_MESSAGE(t.name << " y bits 0x" << std::hex << bits_of(y));
       }
   BOOST_TEST(bad == 0);
+}
+
+// quantize_groups (the writer's path, steps interleaved across groups) equals quantize_group on
+// each group, intermediates included: catches state leaking from one group into the next.
+BOOST_AUTO_TEST_CASE(quantize_groups_equals_quantize_group) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& t : kFormats) {
+    for (uint32_t count = 1; count <= 9; ++count) {
+      std::vector<uint16_t> x(count * kGroupSize);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = i % 37 == 5 ? kBf16NaN : f32_to_bf16(normal(rng) * std::ldexp(1.0f, int(i / 16) * 9 - 30));
+      std::vector<QuantizedGroup> many(count);
+      quantize_groups(t, x.data(), count, many.data());
+      for (uint32_t k = 0; k < count; ++k) {
+        Group one;
+        for (uint32_t i = 0; i < kGroupSize; ++i) one[i] = x[k * kGroupSize + i];
+        QuantizedGroup q = quantize_group(t, one);
+        OracleGroup o = oracle_quantize_group(t, one);
+        BOOST_TEST(q.scale_byte == o.scale_byte);
+        BOOST_TEST(many[k].scale_byte == q.scale_byte, t.name << " count " << count << " k " << k);
+        BOOST_TEST(bits_of(many[k].nsq) == bits_of(q.nsq));
+        BOOST_TEST(bits_of(many[k].inv) == bits_of(q.inv));
+        BOOST_TEST(bits_of(many[k].scale) == bits_of(q.scale));
+        for (uint32_t i = 0; i < kGroupSize; ++i) BOOST_TEST(many[k].codes[i] == o.codes[i]);
+      }
+    }
+  }
 }

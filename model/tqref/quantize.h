@@ -20,6 +20,11 @@ struct QuantizedGroup {
 // Steps 1-7 of SPEC section 4 on 16 bf16 inputs.
 QuantizedGroup quantize_group(const FormatTraits& t, const uint16_t (&x_bf16)[kGroupSize]);
 
+// quantize_group for `count` consecutive groups of x_bf16 ([count * 16] bf16), the writer's
+// fast path: out[k] equals quantize_group on group k bit for bit.
+void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
+                     QuantizedGroup* out);
+
 // The value the decoder reconstructs for code c with scale byte sb: f32(f32(fp16(CB[c])) * gs).
 float dequantize_code(const FormatTraits& t, uint32_t code, uint8_t scale_byte);
 
