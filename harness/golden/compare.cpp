@@ -3,6 +3,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "golden/launch_buffers.h"
+
 namespace tqref::golden {
 
 std::string hex(uint32_t v, int width) {
@@ -149,6 +151,18 @@ void compare_guards(const std::string& name, const GuardedBuffer& b, CaseVerdict
   }
 }
 
+// An input buffer must come back byte for byte as uploaded.
+void compare_input(const LaunchBuffer& in, const GuardedBuffer& got, CaseVerdict& v) {
+  v.bytes_compared += in.bytes.size();
+  if (std::memcmp(got.data(), in.bytes.data(), in.bytes.size()) == 0) return;
+  for (uint64_t off = 0; off < in.bytes.size(); ++off) {
+    if (got.data()[off] == in.bytes[off]) continue;
+    ++v.bytes_differing;
+    note(v, {in.name, int64_t(off), "input-modified", "input " + in.name + " byte " + std::to_string(off),
+             in.bytes[off], got.data()[off], in.bytes[off], 1});
+  }
+}
+
 }  // namespace
 
 CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r) {
@@ -174,6 +188,19 @@ CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r) {
     if (c.kind == CaseKind::decode) compare_output(c, it->second, v);
     else if (name == "k_cache") compare_pool(c, name, it->second, c.w.k_expected, c.w.k_init, v);
     else compare_pool(c, name, it->second, c.w.v_expected, c.w.v_init, v);
+  }
+  if (!r.inputs.empty()) {  // backends that return their input buffers (the GPU)
+    for (const LaunchBuffer& in : launch_buffers(c)) {
+      if (in.output) continue;
+      auto it = r.inputs.find(in.name);
+      if (it == r.inputs.end() || it->second.bytes.size() != in.bytes.size() + 2 * kGuardBytes) {
+        v.error = "backend returned no input buffer '" + in.name + "' of " +
+                  std::to_string(in.bytes.size()) + " bytes (+ guards)";
+        return v;
+      }
+      compare_guards(in.name, it->second, v);
+      compare_input(in, it->second, v);
+    }
   }
   v.pass = v.bytes_differing == 0;
   return v;

@@ -24,6 +24,8 @@ namespace tqref::golden {
 //   skipped-v-read      decode output is NaN where the model's is not, in a row whose skipped V
 //                       groups are poisoned: the kernel read V that the skip rule excludes
 //   output-value        a written decode output element differs otherwise
+//   input-modified      an input buffer (key, value, slot_mapping, q, the decoder's K/V pools,
+//                       block_tables, seq_lens) changed: the kernel wrote where it may only read
 struct Mismatch {
   std::string buffer;      // "k_cache", "v_cache", "output"
   int64_t offset = 0;      // byte offset in the buffer; guards: negative before, >= size after

@@ -1,0 +1,212 @@
+#include "gpu/gpu_backend.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "ex2_profile_io.h"
+#include "golden/launch_buffers.h"
+#include "gpu/launch.h"
+#include "tqref/builtin_kernels.h"
+
+namespace tqref::gpu {
+
+using golden::CaseKind;
+using golden::CaseResult;
+using golden::GoldenCase;
+using golden::GuardedBuffer;
+using golden::kGuardBytes;
+
+namespace {
+
+std::string fmt_float(float f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", double(f));
+  return b;
+}
+
+// Which EX2 unit the GPU's decode results follow, compared with the file's profile.
+golden::Ex2Source make_ex2_source(const std::string& arch, const Ex2Profile* file_ex2,
+                                  const std::optional<Ex2Profile>& dev, const std::string& load_error) {
+  golden::Ex2Source s;
+  if (dev && (!file_ex2 || dev->id() == file_ex2->id())) return s;  // judged against the file
+  s.same_as_file = false;
+  if (dev) {
+    s.profile = &*dev;
+    s.why = "this GPU (" + arch + ") has EX2 profile " + dev->id() + ", the file was generated with " +
+            file_ex2->id() + ": decode expectations are recomputed by the model with " + dev->id();
+  } else {
+    s.why = "no EX2 profile for " + arch + " (" + load_error + "): decode outputs cannot be judged "
+            "bit for bit; measure one with `tqref calibrate ex2` on this GPU, or use --level T";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string describe_device(const DeviceInfo& d) {
+  char mem[32];
+  std::snprintf(mem, sizeof mem, "%.1f GiB", double(d.total_memory) / double(1ull << 30));
+  const Driver& drv = Driver::require();
+  const std::string km = Driver::kernel_module_version();
+  return d.name + " (" + d.arch() + ", " + std::to_string(d.sm_count) + " SMs, " + mem +
+         "), CUDA driver API " + drv.api_version_string() +
+         (km.empty() ? "" : ", kernel module " + km);
+}
+
+GpuBackend::GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2)
+    : opt_(o), ctx_(o.device) {
+  const std::string arch = ctx_.device().arch();
+  if (!o.module_path.empty()) {
+    if (o.hdim != 0 && o.hdim != 128 && o.hdim != 256)
+      throw ModuleError("--hdim " + std::to_string(o.hdim) + ": allowed are 128 and 256", -1, false);
+    try {
+      external_.emplace(Module::from_file(o.module_path));
+    } catch (const Error& e) {
+      throw ModuleError(std::string(e.what()) + "\nmodule " + o.module_path + " cannot be loaded on device " +
+                      std::to_string(o.device) + " (" + ctx_.device().name + ", " + arch +
+                      "): a cubin must be built for exactly " + arch + " (nvcc -arch=" + arch +
+                      " -cubin); PTX or a fatbin holding compute_XX PTX with XX <= " +
+                      arch.substr(3) + " is JIT-compiled for it",
+                  e.code, e.fault);
+    }
+  }
+  std::string load_error;
+  try {
+    device_ex2_.emplace(load_ex2_profile_for_arch(arch));
+  } catch (const std::exception& e) {
+    load_error = e.what();
+  }
+  ex2_source_ = make_ex2_source(arch, file_ex2, device_ex2_, load_error);
+}
+
+GpuBackend::~GpuBackend() = default;
+
+std::string GpuBackend::name() const {
+  return "gpu:" + ctx_.device().arch() + ":" + (opt_.module_path.empty() ? "builtin" : opt_.module_path);
+}
+
+const Module& GpuBackend::module_for(const GoldenCase& c) const {
+  if (external_) return *external_;
+  const std::string mod =
+      c.kind == CaseKind::writer ? "writers" : "decode_hdim" + std::to_string(c.d.p.hdim);
+  auto it = builtin_.find(mod);
+  if (it != builtin_.end()) return it->second;
+  const auto image = kernels::builtin_fatbin(mod);
+  if (image.empty()) throw Error("no built-in kernel module '" + mod + "'", -1, false);
+  return builtin_.emplace(mod, Module::from_image(image, "built-in " + mod)).first->second;
+}
+
+const Function* GpuBackend::kernel_for(const GoldenCase& c, std::string* why) const {
+  const Module& m = module_for(c);
+  const std::string kname = golden::kernel_name(c.kind, c.format);
+  const std::string key = m.label() + "/" + kname;
+  auto it = kernels_.find(key);
+  if (it == kernels_.end()) {
+    std::optional<Function> f;
+    try {
+      f.emplace(m.function(kname));
+    } catch (const Error& e) {
+      if (e.code != 500 /* CUDA_ERROR_NOT_FOUND */) throw;
+      missing_[key] = e.what();
+    }
+    it = kernels_.emplace(key, f).first;
+  }
+  if (!it->second && why) *why = missing_[key];
+  return it->second ? &*it->second : nullptr;
+}
+
+std::string GpuBackend::cannot_run(const GoldenCase& c) const {
+  if (c.kind == CaseKind::decode) {
+    const uint32_t hdim = c.d.p.hdim;
+    if (external_) {
+      if (opt_.hdim == 0)
+        return "decode case, and --hdim was not given: say which HDIM (128 or 256) module " +
+               opt_.module_path + " was built with";
+      if (hdim != opt_.hdim)
+        return "the case is for an HDIM=" + std::to_string(hdim) + " build; module " +
+               opt_.module_path + " is HDIM=" + std::to_string(opt_.hdim) + " (--hdim)";
+      if (c.threshold != opt_.threshold)
+        return "the case is for THRESH " + fmt_float(c.threshold) + "; module " + opt_.module_path +
+               " was built with " + fmt_float(opt_.threshold) + " (--threshold)";
+    } else {
+      if (hdim != 128 && hdim != 256)
+        return "HDIM " + std::to_string(hdim) + ": the built-in decoders are HDIM 128 and 256";
+      if (c.threshold != kSparseVThreshold)
+        return "the case is for THRESH " + fmt_float(c.threshold) + "; the built-in decoders use " +
+               fmt_float(kSparseVThreshold) + ": pass --module with a decoder built with "
+               "-DTQ_PLUS_SPARSE_V_THRESHOLD=<it> and --threshold";
+    }
+  }
+  std::string why;
+  try {
+    if (!kernel_for(c, &why)) return why;
+  } catch (const Error& e) {
+    return std::string("kernel module cannot be used: ") + e.what();
+  }
+  return "";
+}
+
+void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
+  std::string why;
+  const Function* f = kernel_for(c, &why);
+  if (!f) throw Error(why, -1, false);
+  // Each buffer: [guard][data][guard] on the device, uploaded from the host image in one copy.
+  const std::vector<golden::LaunchBuffer> bufs = golden::launch_buffers(c);
+  std::vector<DeviceBuffer> dev;
+  dev.reserve(bufs.size());
+  std::map<std::string, uint64_t> at;  // name -> device address of the data (after the guard)
+  for (const auto& b : bufs) {
+    const GuardedBuffer host = GuardedBuffer::with_guards(b.bytes);
+    dev.emplace_back(host.bytes.size());
+    dev.back().upload(host.bytes.data(), host.bytes.size());
+    at[b.name] = dev.back().ptr() + kGuardBytes;
+  }
+  KernelArgs args;
+  Dim3 grid, block{kThreadsPerBlock, 1, 1};
+  if (c.kind == CaseKind::writer) {
+    pack_writer_args(args, {at["key"], at["value"], at["k_cache"], at["v_cache"], at["slot_mapping"]},
+                     c.w.p);
+    grid.x = c.w.num_tokens;
+  } else {
+    pack_decode_args(args, {at["q"], at["k_cache"], at["v_cache"], at["output"], at["block_tables"],
+                            at["seq_lens"]},
+                     c.d.p);
+    grid.x = c.d.p.num_q_heads;
+    grid.y = c.d.p.num_seqs;
+  }
+  if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)
+    try {
+      f->launch(grid, block, args.params());
+      ctx_.synchronize();
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
+    }
+  }
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    GuardedBuffer g;
+    g.bytes.resize(dev[i].bytes());
+    dev[i].download(g.bytes.data(), g.bytes.size());
+    (bufs[i].output ? r.buffers : r.inputs)[bufs[i].name] = std::move(g);
+  }
+}
+
+CaseResult GpuBackend::run(const GoldenCase& c) {
+  CaseResult r;
+  const std::string kname = golden::kernel_name(c.kind, c.format);
+  if (!fault_case_.empty()) {
+    r.error = "not launched: case " + fault_case_ + " faulted the GPU context before it";
+    return r;
+  }
+  try {
+    ctx_.make_current();
+    launch_case(c, r);
+  } catch (const Error& e) {
+    r.buffers.clear();
+    r.inputs.clear();
+    r.error = "case " + c.name + ", kernel " + kname + ": " + e.what();
+    if (e.fault) fault_case_ = c.name;
+  }
+  return r;
+}
+
+}  // namespace tqref::gpu

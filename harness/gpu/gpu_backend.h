@@ -1,0 +1,76 @@
+// The GPU as a golden Backend (harness/golden/backend.h): for each case, every buffer of the
+// launch goes to the device between kGuardBytes guard bands (guard_byte pattern), the kernel
+// named by the case is launched ONCE with SPEC's argument order (launch.h), grid and block
+// (writer [num_tokens] x [256]; decoder [num_q_heads, num_seqs] x [256]), the context is
+// synchronised, and every byte including the guards comes back: outputs in CaseResult::buffers
+// (judged at level W/D/T by harness/golden), inputs in CaseResult::inputs (must be unchanged).
+//
+// Modules: the built-in fatbins (kernels/include/tqref/builtin_kernels.h; the decoder build is
+// picked by the case's HDIM) or one external module file (cubin, PTX or fatbin) whose HDIM and
+// THRESH the caller states. Cases the module cannot run (kernel missing, other HDIM or THRESH)
+// are reported by cannot_run(), not launched. Every CUDA call is checked; errors name the call
+// and the case. After a sticky fault (illegal address, trap) the context is unusable: later cases
+// are not launched and say so.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "golden/backend.h"
+#include "gpu/driver.h"
+#include "tqref/ex2.h"
+#include "tqref/format.h"
+
+namespace tqref::gpu {
+
+// The external module cannot be loaded or does not fit (`tqref check` exits kExitBadInput).
+struct ModuleError : Error {
+  using Error::Error;
+};
+
+struct GpuOptions {
+  int device = 0;
+  std::string module_path;               // "" = the built-in fatbins
+  uint32_t hdim = 0;                     // external module: its decoders' HDIM (0 = not stated)
+  float threshold = kSparseVThreshold;   // external module: its TQ_PLUS_SPARSE_V_THRESHOLD
+};
+
+class GpuBackend : public golden::Backend {
+ public:
+  // Throws gpu::Error when there is no driver or device, ModuleError when the external module
+  // cannot be loaded on this GPU (the message names the module, the GPU's architecture and what
+  // would load) or --hdim is not 128/256.
+  GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2);
+  ~GpuBackend() override;
+
+  std::string name() const override;
+  golden::CaseResult run(const golden::GoldenCase& c) override;
+  std::string cannot_run(const golden::GoldenCase& c) const override;
+  golden::Ex2Source decode_ex2() const override { return ex2_source_; }
+
+  const DeviceInfo& device() const { return ctx_.device(); }
+  // The case whose launch faulted the context ("" = none): `tqref check` exits kExitGpuFault.
+  const std::string& fault_case() const { return fault_case_; }
+
+ private:
+  const Module& module_for(const golden::GoldenCase& c) const;
+  // The kernel of case c, or nullptr with *why set when the module lacks it.
+  const Function* kernel_for(const golden::GoldenCase& c, std::string* why) const;
+  void launch_case(const golden::GoldenCase& c, golden::CaseResult& r);
+
+  GpuOptions opt_;
+  Context ctx_;
+  std::optional<Module> external_;
+  mutable std::map<std::string, Module> builtin_;      // module name -> loaded fatbin
+  mutable std::map<std::string, std::optional<Function>> kernels_;  // "<module>/<kernel>"
+  mutable std::map<std::string, std::string> missing_; // same key -> why the kernel is absent
+  std::optional<Ex2Profile> device_ex2_;
+  golden::Ex2Source ex2_source_;
+  std::string fault_case_;
+};
+
+// One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB), CUDA driver API 13.0, kernel module 580.x".
+std::string describe_device(const DeviceInfo& d);
+
+}  // namespace tqref::gpu
