@@ -119,6 +119,7 @@ CopyResult GpuBench::copy(uint64_t bytes) {
   Impl& I = *impl_;
   gpu::DeviceBuffer src(bytes), dst(bytes);
   src.fill(0x5A, bytes);
+  I.ctx.synchronize();  // fill runs on the legacy stream, which a non-blocking stream ignores
   CopyResult r;
   r.bytes = bytes;
   r.t = I.time_runs([&](int) { I.copy_dd(dst.ptr(), src.ptr(), bytes); });
@@ -156,6 +157,7 @@ std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vec
   gpu::DeviceBuffer d_tables(tables.size() * 4), d_lens(lens.size() * 4);
   d_tables.upload(tables.data(), tables.size() * 4);
   d_lens.upload(lens.data(), lens.size() * 4);
+  I.ctx.synchronize();  // uploads/fills go through the legacy stream: finish them first
 
   // Pool copy 0 written by the seed writer from generated K/V, in chunks of tokens.
   const uint32_t copies = I.copies_for(k_pool + v_pool, 8);
@@ -178,6 +180,7 @@ std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vec
         sm[i] = int64_t(tables[seq * nb_seq + pos / B]) * B + int64_t(pos % B);
       }
       slots.upload(sm.data(), uint64_t(nt) * 8);
+      I.ctx.synchronize();
       I.fill_bf16(key.ptr(), uint64_t(nt) * n, I.s.seed * 1000003 + 2 * ci, 1.0f);
       I.fill_bf16(value.ptr(), uint64_t(nt) * n, I.s.seed * 1000003 + 2 * ci + 1, 1.0f);
       gpu::KernelArgs a;
@@ -206,6 +209,7 @@ std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vec
   };
   auto run_once = [&](const gpu::Function& f, uint32_t grid_x, uint64_t stats) {
     d_out.fill(0xFF, out_elems * 2);  // poison: unwritten elements show
+    I.ctx.synchronize();
     launch_decode(f, grid_x, 0, stats);
     I.stream.synchronize();
     std::vector<uint16_t> out(out_elems);
@@ -257,6 +261,7 @@ std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vec
   if (stats_ht) {
     const unsigned long long zero[3] = {0, 0, 0};
     d_stats.upload(zero, sizeof zero);
+    I.ctx.synchronize();
     const std::vector<uint16_t> out =
         run_once(I.fn(fast_mod, "paged_decode_attn_bf16k_" + fmt + "_gqa_stats"), sh.num_q_heads / stats_ht, d_stats.ptr());
     for (size_t i = 0; i < out.size(); ++i) stats_mismatch += out[i] != ref[i];
@@ -318,7 +323,7 @@ WriterResult GpuBench::writer(Format f, uint32_t hdim, uint32_t num_kv_heads, ui
     sets.back().kc.fill(0xA5, k_pool);
     sets.back().vc.fill(0x5A, v_pool);
   }
-  I.stream.synchronize();
+  I.ctx.synchronize();
   const gpu::Function wr = I.fn("writers", "reshape_and_cache_flash_bf16k_" + format_name(f));
   auto launch = [&](uint32_t c) {
     gpu::KernelArgs a;
