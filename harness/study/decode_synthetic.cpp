@@ -43,7 +43,7 @@ void run_decode_synthetic(const StudyOptions& o, const Ex2Profile& ex2, std::vec
   Table t{"decode_error", decode_columns(), {}};
   std::vector<uint32_t> ctx = o.quick ? std::vector<uint32_t>{64, 257}
                                       : std::vector<uint32_t>{64, 128, 256, 512, 1024, 2048, 4096, 8192};
-  const uint32_t reps = o.quick ? 1 : 2;
+  const uint32_t reps = o.quick ? 1 : 4;
   run_decode_batch(o, make_batch("gaussian_score_std1", 1.0, ctx, reps, o.seed, 101), ex2, kThresholds, t);
   run_decode_batch(o, make_batch("gaussian_score_std3", 3.0, ctx, reps, o.seed, 102), ex2, kThresholds, t);
   out.push_back(std::move(t));
