@@ -206,8 +206,18 @@ std::vector<T> Node::read(const std::string& name, std::vector<uint64_t>* shape_
   if (!ok) throw Error(where(name) + ": wrong dtype; expected " + type_name<T>());
   if (shape_out && !shape_out->empty() && *shape_out != dims)
     throw Error(where(name) + ": shape " + shape_str(dims) + "; expected " + shape_str(*shape_out));
+  // A corrupt or hostile file can declare any extent: refuse element counts that overflow, and
+  // sizes no stored data could decompress to (deflate expands at most ~1032:1; a dataset with
+  // unallocated storage reads as fill values), before allocating anything.
   uint64_t count = 1;
-  for (auto d : dims) count *= d;
+  for (auto d : dims)
+    if (__builtin_mul_overflow(count, d, &count) || count > (uint64_t(1) << 40) / sizeof(T))
+      throw Error(where(name) + ": shape " + shape_str(dims) + " too large; allowed: < 2^40 bytes");
+  const uint64_t stored = H5Dget_storage_size(ds.get());
+  if (count * sizeof(T) > stored * 2048 + (1u << 20))
+    throw Error(where(name) + ": shape " + shape_str(dims) + " needs " + std::to_string(count * sizeof(T)) +
+                " bytes but the file stores " + std::to_string(stored) + "; allowed: at most 2048:1 "
+                "compression (corrupt or truncated dataset)");
   std::vector<T> out(count);
   if (count > 0 &&
       H5Dread(ds.get(), mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
@@ -311,6 +321,9 @@ std::string Node::attr_string(const std::string& name, const std::string& obj) c
     return r;
   }
   size_t n = H5Tget_size(type.get());
+  if (n == 0 || n > (size_t(1) << 24))  // a corrupt type size; our strings are far below 16 MiB
+    throw Error(where(obj) + ": attribute '" + name + "' has string size " + std::to_string(n) +
+                "; allowed: 1 .. 2^24 bytes");
   std::string r(n, '\0');
   if (H5Aread(a.get(), type.get(), r.data()) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");

@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "common/atomic_output.h"
 #include "ex2_profile_io.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
@@ -50,17 +51,17 @@ int write_profile(const Options& o, const std::string& out, const Ex2Profile& p,
   }
   const fs::path parent = fs::path(out).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
-  const std::string tmp = out + ".partial";
+  common::AtomicOutput output(out);  // removed on error or interrupt
+  const std::string& tmp = output.temp_path();
   save_ex2_profile(tmp, p, prov);
   // Read back before publishing: the file must decode to the very table that was measured.
   Ex2Profile back = load_ex2_profile(tmp);
   if (back.fraction_table() != p.fraction_table() || back.id() != p.id()) {
-    fs::remove(tmp);
     std::fprintf(stderr, "tqref calibrate ex2: %s does not read back to the measured table\n",
                  tmp.c_str());
     return kExitInternal;
   }
-  fs::rename(tmp, out);
+  output.commit();
   std::printf("wrote %s (profile %s, %llu bytes)\n", out.c_str(), p.id().c_str(),
               static_cast<unsigned long long>(fs::file_size(out)));
   return kExitOk;

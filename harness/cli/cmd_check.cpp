@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "common/atomic_output.h"
 #include "golden/case_io.h"
 #include "golden/ex2_expectation.h"
 #include "golden/ex2_for_file.h"
@@ -28,10 +29,14 @@ using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
 
+// Whole or not at all: a temporary renamed into place (common/atomic_output.h).
 bool write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  return bool(out);
+  try {
+    common::write_file_atomic(path, text);
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
 }
 
 // --backend gpu options (docs/gpu-harness.md).

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "command.h"
+#include "common/atomic_output.h"
 
 namespace tqref::cli {
 
@@ -24,8 +25,12 @@ static void usage(FILE* to) {
   for (const auto& c : tqref::cli::commands()) std::fprintf(to, "  %-12s %s\n", c.name, c.summary);
 }
 
+static_assert(tqref::common::kInterruptExitCode == tqref::cli::kExitInterrupted);
+
 int main(int argc, char** argv) {
   using namespace tqref::cli;
+  // SIGINT/SIGTERM/SIGHUP: registered temporaries are removed, exit kExitInterrupted.
+  tqref::common::install_interrupt_cleanup();
   if (argc < 2) {
     usage(stderr);
     return kExitUsage;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/atomic_output.h"
+#include "common/case_checks.h"
 #include "tqref/numeric.h"
 
 namespace tqref::golden {
@@ -141,6 +143,9 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   if (p.head_dim % kGroupSize)
     throw BadCase(g.where() + ": attribute head_dim = " + std::to_string(p.head_dim) +
                   "; allowed: a multiple of 16");
+  // Parameters first: the dataset shapes below are computed from them.
+  if (const std::string why = common::check_writer_params(f, w); !why.empty())
+    throw BadCase(g.where() + ": " + why);
   const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim,
                  NB = w.num_blocks;
   h5::Node in = g.group("inputs"), init = g.group("initial"), ex = g.group("expected");
@@ -151,11 +156,10 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   w.v_init = read_shaped<uint8_t>(init, "v_cache", {NB, p.v_block_stride_bytes});
   w.k_expected = u16_to_bytes(read_shaped<uint16_t>(ex, "k_cache", {NB, B, H, D}));
   w.v_expected = read_shaped<uint8_t>(ex, "v_cache", {NB, p.v_block_stride_bytes});
-  (void)f;
   return w;
 }
 
-DecodeCase read_decode(const h5::Node& g, bool with_diag) {
+DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   DecodeCase d;
   DecodeParams& p = d.p;
   p.hdim = attr_u32(g, "hdim", 128, 256);
@@ -176,6 +180,9 @@ DecodeCase read_decode(const h5::Node& g, bool with_diag) {
   p.sliding_window = attr_u32(g, "sliding_window", 0, UINT32_MAX);
   p.num_seqs = attr_u32(g, "num_seqs", 1, 65535);
   d.num_blocks = attr_u32(g, "num_blocks", 1, kMaxDim);
+  // Parameters first: the dataset shapes below are computed from them.
+  if (const std::string why = common::check_decode_params(f, d); !why.empty())
+    throw BadCase(g.where() + ": " + why);
   const uint64_t S = p.num_seqs, QH = p.num_q_heads, B = p.block_size, H = p.num_kv_heads,
                  D = p.head_dim, NB = d.num_blocks;
   h5::Node in = g.group("inputs"), init = g.group("initial"), ex = g.group("expected");
@@ -291,27 +298,26 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
   if (c.kind == CaseKind::writer) {
     c.w = read_writer(g, c.format);
   } else {
-    c.d = read_decode(g, with_diagnostics);
+    c.d = read_decode(g, c.format, with_diagnostics);
     c.d.p.threshold = c.threshold;
   }
+  // Every SPEC range and buffer extent, before any backend sees the case (docs/reliability.md).
+  if (const std::string why = common::check_case(c); !why.empty()) throw BadCase(g.where() + ": " + why);
   return c;
 }
 
 std::string write_reproducer(const std::string& dir, const std::string& source,
                              const Provenance& prov, const GoldenCase& c) {
   const std::string path = (dir.empty() ? std::string(".") : dir) + "/" + c.name + ".h5";
-  const std::string tmp = path + ".partial";
+  common::AtomicOutput output(path);  // removed on error or interrupt
   Provenance p = prov;
   p.reproducer_of = source;
   {
-    h5::Node root = h5::Node::create_file(tmp);
+    h5::Node root = h5::Node::create_file(output.temp_path());
     write_provenance(root, p);
     write_case(root.create_group("cases"), c);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw h5::Error(path + ": cannot rename " + tmp);
-  }
+  output.commit();
   return path;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "common/atomic_output.h"
 #include "golden/builders.h"
 #include "golden/rng.h"
 
@@ -17,7 +18,9 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
   std::vector<size_t> mine;  // the deterministic case list of this shard
   for (size_t i = 0; i < specs.size(); ++i)
     if (i % opt.shard_count == opt.shard_index) mine.push_back(i);
-  const std::string tmp = opt.out + ".partial-" + std::to_string(::getpid());
+  // <out>.partial-<pid>, registered for removal on SIGINT/SIGTERM (common/atomic_output.h).
+  common::AtomicOutput output(opt.out);
+  const std::string& tmp = output.temp_path();
   Provenance prov = opt.provenance;
   prov.seed = opt.seed;
   prov.shard = std::to_string(opt.shard_index) + "/" + std::to_string(opt.shard_count);
@@ -59,10 +62,7 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
     std::remove(tmp.c_str());
     throw;
   }
-  if (std::rename(tmp.c_str(), opt.out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(opt.out + ": cannot rename the finished temporary file " + tmp);
-  }
+  output.commit();
   return true;
 }
 

@@ -3,10 +3,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
+#include "common/atomic_output.h"
 #include "hdf5_util.h"
 
 namespace tqref::study {
@@ -41,21 +42,19 @@ std::string csv_cell(const Cell& c) {
 void write_csv_dir(const std::string& dir, const std::vector<Table>& tables) {
   std::filesystem::create_directories(dir);
   for (const auto& t : tables) {
-    std::string path = dir + "/" + t.name + ".csv";
-    std::ofstream f(path);
-    if (!f) throw std::runtime_error("cannot write " + path);
+    std::ostringstream f;
     for (size_t i = 0; i < t.columns.size(); ++i) f << (i ? "," : "") << t.columns[i];
     f << "\n";
     for (const auto& r : t.rows) {
       for (size_t i = 0; i < r.size(); ++i) f << (i ? "," : "") << csv_cell(r[i]);
       f << "\n";
     }
-    if (!f) throw std::runtime_error("write failed: " + path);
+    // Each table whole or not at all, also on SIGINT/SIGTERM (common/atomic_output.h).
+    common::write_file_atomic(dir + "/" + t.name + ".csv", f.str());
   }
 }
 
-void write_h5(const std::string& path, const std::vector<Table>& tables) {
-  auto file = h5::Node::create_file(path);
+static void write_h5_tables(const h5::Node& file, const std::vector<Table>& tables) {
   for (const auto& t : tables) {
     auto g = file.create_group(t.name);
     g.set_attr("columns", [&] {
@@ -91,6 +90,12 @@ void write_h5(const std::string& path, const std::vector<Table>& tables) {
       }
     }
   }
+}
+
+void write_h5(const std::string& path, const std::vector<Table>& tables) {
+  common::AtomicOutput output(path);  // removed on error or interrupt
+  write_h5_tables(h5::Node::create_file(output.temp_path()), tables);  // closed at the ';'
+  output.commit();
 }
 
 }  // namespace tqref::study

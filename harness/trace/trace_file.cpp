@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "common/atomic_output.h"
 #include "hdf5_util.h"
 
 namespace tqref::trace {
@@ -80,7 +81,8 @@ void check_values(std::vector<std::string>& problems, const std::string& where,
 void write_trace(const std::string& path, const Trace& t) {
   check_shapes(t);
   const TraceMeta& m = t.meta;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  common::AtomicOutput output(path);  // removed on error or interrupt
+  const std::string& tmp = output.temp_path();
   try {
     h5::Node f = h5::Node::create_file(tmp);
     f.set_attr("schema", std::string(kTraceSchema));
@@ -114,9 +116,10 @@ void write_trace(const std::string& path, const Trace& t) {
     std::remove(tmp.c_str());
     throw;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::invalid_argument(path + ": cannot rename the temporary trace into place");
+  try {
+    output.commit();
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
   }
 }
 
