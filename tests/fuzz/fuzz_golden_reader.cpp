@@ -1,0 +1,44 @@
+// libFuzzer target: golden files (docs/golden-schema.md) from arbitrary bytes. The reader must
+// either refuse the file with h5::Error / BadCase (exit 3 in the CLI) or return cases that pass
+// the launch checks, which the CPU model must then run without refusing them: a validated case
+// the model rejects means the checks in harness/common/case_checks.cpp miss a rule. Any other
+// exception, crash or sanitizer report is a finding (docs/reliability.md lists them).
+#include <cstdlib>
+#include <string>
+
+#include "common/case_checks.h"
+#include "ex2_profile_io.h"
+#include "fuzz_common.h"
+#include "golden/backend.h"
+#include "golden/case_io.h"
+
+using namespace tqref;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  static const auto backend = golden::make_model_backend(&ex2);
+  const std::string& path = fuzz::scratch_path(".h5");
+  if (!fuzz::write_input(path, data, size)) std::abort();
+  try {
+    h5::Node root = h5::Node::open_file(path);
+    golden::read_provenance(root);
+    h5::Node cases = root.group("cases");
+    for (const std::string& name : cases.children()) {
+      const golden::GoldenCase c = golden::read_case(cases, name, true);
+      if (!common::check_case(c).empty()) std::abort();  // read_case must have refused it
+      // Bounded work per input: the model runs only small cases.
+      const uint64_t work = c.kind == golden::CaseKind::writer
+                                ? uint64_t(c.w.num_tokens) * c.w.p.num_kv_heads * c.w.p.head_dim
+                                : uint64_t(c.d.diag.skip_mask.size()) * c.d.p.head_dim;
+      if (work > (1u << 22)) continue;
+      const golden::CaseResult r = backend->run(c);
+      if (!r.error.empty()) {
+        std::fprintf(stderr, "validated case %s refused by the model: %s\n", name.c_str(), r.error.c_str());
+        std::abort();
+      }
+    }
+  } catch (const h5::Error&) {
+  } catch (const golden::BadCase&) {
+  }
+  return 0;
+}
