@@ -337,8 +337,8 @@ def summary(T, facts):
     te = facts["thr_effect"]
     lines.append("Budgets below the turbo4v row need more than 4 bits per code (the bf16 output itself costs "
                  f"about {pct(facts['bf16_floor'])}). Within a format the threshold matters far less than the "
-                 "format: relative to THRESH = 0 the median output error changes by at most "
+                 "format: relative to THRESH = 0 the median output error grows or shrinks by at most "
                  + ", ".join(f"{pct(te[th], 2)} at THRESH {thr_label(th)}" for th in (1e-4, 1e-3, 1e-2)) +
-                 " (worst format, context and source).")
+                 " of itself (worst format, context and source).")
     lines.append("")
     return "\n".join(lines)
