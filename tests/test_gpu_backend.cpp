@@ -142,7 +142,8 @@ BOOST_AUTO_TEST_CASE(writer_args_in_spec_order_and_types) {
   BOOST_TEST(read_at<uint64_t>(b, 64) == 0x100000001ull);
   BOOST_TEST(read_at<uint64_t>(b, 80) == 0x300000005ull);
   // kernelParams[i] points at exactly the value of parameter i
-  BOOST_TEST(*static_cast<uint32_t*>(a.params()[8]) == 771u);
+  BOOST_TEST(*static_cast<uint32_t*>(a.params()[8]) == 772u);  // key_stride
+  BOOST_TEST(*static_cast<uint32_t*>(a.params()[9]) == 771u);  // value_stride
   BOOST_TEST(*static_cast<uint64_t*>(a.params()[12]) == 0x300000005ull);
 }
 
