@@ -46,6 +46,9 @@ std::string categories_str(const CaseVerdict& v) {
 
 }  // namespace
 
+std::string json_quote(const std::string& s) { return json_str(s); }
+std::string xml_escape(const std::string& s) { return xml_str(s); }
+
 std::string report_text(const CaseVerdict& v, size_t max_lines) {
   std::string r = (v.pass ? "PASS " : "FAIL ") + v.name;
   if (!v.error.empty()) return r + ": " + v.error + "\n";

@@ -17,4 +17,9 @@ std::string report_junit(const RunInfo& run, const std::vector<CaseVerdict>& ver
 // Lines for the terminal: one per failing case with its categories and first mismatches.
 std::string report_text(const CaseVerdict& v, size_t max_lines);
 
+// A JSON string literal (quotes included), and XML attribute/text escaping, as the reports above
+// write them (for other reports built around these, e.g. `tqref conform`).
+std::string json_quote(const std::string& s);
+std::string xml_escape(const std::string& s);
+
 }  // namespace tqref::golden

@@ -1,0 +1,314 @@
+// `tqref conform --modules PATH...`: one command that tells the owner of an engine's kernel
+// modules whether they honour the contract (SPEC), with a report to attach to a pull request
+// (docs/gb10.md). Finds the six kernels in the given modules, establishes each decoder module's
+// HDIM, uses (or with --calibrate measures) this GPU's EX2 profile, runs the golden suites at
+// level W / D (or T without a profile) and writes conform.md, conform.json, conform.junit.xml and
+// reproducers into --out. Exit codes: conform/result.h (exit_code) and docs/cli.md.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <boost/program_options.hpp>
+
+#include "command.h"
+#include "common/atomic_output.h"
+#include "conform/module_file.h"
+#include "conform/options.h"
+#include "conform/report.h"
+#include "conform/result.h"
+#include "conform/suite_files.h"
+#include "ex2_profile_io.h"
+#include "tqref/build_info.h"
+#if TQREF_HAVE_GPU
+#include "conform/gpu_run.h"
+#include "gpu/gpu_backend.h"
+#endif
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace tqref;
+using namespace tqref::cli;
+using namespace tqref::conform;
+
+struct Args {
+  std::vector<std::string> modules, hdim;
+  std::string suites = "smoke,standard,real", out = "conform-report";
+  float threshold = kSparseVThreshold;
+  bool calibrate = false;
+  int device = 0;
+  size_t show = 4;
+  golden::LevelTOptions topt;
+};
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char s[32];
+  std::strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return s;
+}
+
+// Another subcommand through the registry (the same code path as typing it).
+int run_command(const std::string& name, const std::vector<std::string>& args) {
+  std::string line = "  $ tqref " + name;
+  for (const auto& a : args) line += " " + a;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  for (const Command& c : commands())
+    if (name == c.name) return c.run(args);
+  std::fprintf(stderr, "tqref conform: internal: no subcommand '%s'\n", name.c_str());
+  return kExitInternal;
+}
+
+void print_precheck(const std::vector<ModuleResult>& mods) {
+  std::printf("modules (pre-check, without the GPU):\n");
+  for (const auto& m : mods) {
+    std::string k;
+    for (const auto& name : contract_kernels())
+      if (m.inspection.entries.count(name)) k += " " + name;
+    std::printf("  %s: %s, %s; contract kernels:%s%s\n", m.tag.c_str(), module_kind_name(m.file.kind),
+                m.inspection.targets_text().c_str(), k.empty() ? " none seen" : k.c_str(),
+                m.inspection.complete ? "" : " (not every image could be read)");
+    if (!m.inspection.problem.empty()) std::printf("    %s\n", m.inspection.problem.c_str());
+  }
+}
+
+#if TQREF_HAVE_GPU
+// Where a new profile for `arch` goes so that later runs find it (ex2_profile_io.h search order).
+std::string profile_home(const std::string& arch) {
+  return data_dir() + "/hw/" + arch + "/ex2.h5";
+}
+
+// --calibrate: measure this GPU's EX2 unit. A new profile goes where later runs find it; an
+// existing one is never replaced: the measurement goes to --out and is compared with it, and a
+// differing measurement is used for this run only (through a TQREF_DATA_DIR staged in --out).
+// Returns a note for the report, or sets *rc when calibration could not run at all.
+std::string calibrate(const Args& a, const std::string& arch, int* rc) {
+  std::string existing;
+  try {
+    existing = find_ex2_profile(arch);
+  } catch (const Ex2ProfileError&) {
+  }
+  const std::string dev = std::to_string(a.device);
+  if (existing.empty()) {
+    const std::string home = profile_home(arch);
+    const int r = run_command("calibrate", {"ex2", "--out", home, "--device", dev});
+    if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
+    return r == kExitOk ? "measured now by --calibrate and stored as " + home
+                        : "--calibrate failed (exit " + std::to_string(r) + "); see the log";
+  }
+  const std::string measured = a.out + "/ex2-measured-" + arch + ".h5";
+  const int r = run_command("calibrate", {"ex2", "--out", measured, "--device", dev, "--force"});
+  if (r != kExitOk) {
+    if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
+    return "--calibrate failed (exit " + std::to_string(r) + "); the stored profile " + existing + " is used";
+  }
+  const Ex2Profile now = load_ex2_profile(measured), stored = load_ex2_profile(existing);
+  if (now.id() == stored.id()) return "--calibrate measured this GPU again: identical to " + existing;
+  // Stage a data directory with the measured profile for this arch and the others as they were.
+  const std::string staged = a.out + "/ex2-data";
+  for (const std::string& root : {data_dir(), source_data_dir()}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root + "/hw", ec)) {
+      const fs::path to = fs::path(staged) / "hw" / e.path().filename() / "ex2.h5";
+      if (fs::exists(to) || !fs::exists(e.path() / "ex2.h5")) continue;
+      fs::create_directories(to.parent_path());
+      fs::copy_file(e.path() / "ex2.h5", to);
+    }
+  }
+  fs::create_directories(fs::path(staged) / "hw" / arch);
+  fs::copy_file(measured, fs::path(staged) / "hw" / arch / "ex2.h5", fs::copy_options::overwrite_existing);
+  setenv("TQREF_DATA_DIR", staged.c_str(), 1);
+  return "--calibrate measured " + now.id() + ", which DIFFERS from the stored " + stored.id() + " (" +
+         existing + "); this run uses the measurement (TQREF_DATA_DIR=" + staged + "); the stored "
+         "file was not replaced: compare the two, then replace it with `tqref calibrate ex2 --force --out " +
+         existing + "` if this GPU is the reference";
+}
+#endif
+
+int run(const Args& a, const std::string& command_line) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ConformResult res;
+  res.command_line = command_line;
+  res.started_utc = utc_now();
+  res.tqref_version = kVersion;
+  res.git_commit = kGitCommit;
+  res.threshold = a.threshold;
+  std::vector<ModuleFile> files;
+  std::map<std::string, uint32_t> hdims;
+  std::vector<std::string> suite_items;
+  try {
+    files = scan_module_paths(a.modules);
+    hdims = parse_hdim_args(a.hdim);
+    check_hdim_names(hdims, files);
+    for (const auto& f : files) hdim_for(hdims, f);  // a module named twice with different values
+    suite_items = parse_suites(a.suites);
+  } catch (const ModulePathError& e) {
+    std::fprintf(stderr, "tqref conform: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const OptionError& e) {
+    std::fprintf(stderr, "tqref conform: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "tqref conform: no .cubin, .ptx or .fatbin file under --modules\n");
+    return kExitBadInput;
+  }
+  for (size_t i = 0; i < files.size(); ++i) res.modules.push_back(new_module_result(files[i], i + 1));
+  print_precheck(res.modules);
+  std::vector<SuiteFile> suites;
+  for (const auto& item : suite_items) {
+    SuiteFile f = find_suite_file(item);
+    if (f.path.empty() && item != "standard") {
+      std::string where;
+      for (const auto& p : f.looked_in) where += " " + p;
+      std::fprintf(stderr, "tqref conform: suite %s: no golden file (looked in:%s)%s\n", item.c_str(),
+                   where.c_str(), item == "real" ? "; it is made from a trace by `tqref trace-golden` "
+                   "(docs/traces.md), or leave it out of --suites" : "");
+      return kExitBadInput;
+    }
+    suites.push_back(f);
+  }
+#if TQREF_HAVE_GPU
+  std::string why;
+  const gpu::Driver* drv = gpu::Driver::get(&why);
+  if (drv && drv->device_count() == 0) why = "CUDA driver " + drv->api_version_string() + " loaded, but it reports 0 devices";
+  if (!drv || drv->device_count() == 0) {
+    std::fprintf(stderr, "tqref conform: no usable GPU: %s. The pre-check above is all that can be "
+                 "done without one; run this command on the GPU the kernels are for.\n", why.c_str());
+    return kExitNoDevice;
+  }
+  if (a.device < 0 || a.device >= drv->device_count()) {
+    std::fprintf(stderr, "tqref conform: --device %d; allowed: 0 to %d\n", a.device, drv->device_count() - 1);
+    return kExitUsage;
+  }
+  fs::create_directories(a.out);
+  int rc = 0;
+  {
+    gpu::Context ctx(a.device);
+    res.device = gpu::describe_device(ctx.device());
+    res.arch = ctx.device().arch();
+  }
+  std::printf("GPU %d: %s\n", a.device, res.device.c_str());
+  if (a.calibrate) {
+    res.ex2_note = calibrate(a, res.arch, &rc);
+    std::printf("EX2: %s\n", res.ex2_note.c_str());
+    if (rc) return rc;
+  }
+  std::optional<Ex2Profile> dev_ex2;
+  try {
+    res.ex2_profile_path = find_ex2_profile(res.arch);
+    dev_ex2.emplace(load_ex2_profile_for_arch(res.arch));
+    res.ex2_profile_id = dev_ex2->id();
+  } catch (const Ex2ProfileError& e) {
+    res.ex2_profile_path.clear();
+    if (res.ex2_note.empty()) res.ex2_note = e.what();
+    std::printf("EX2: no profile for %s: decoders are judged at level T (tolerance), not bit for bit; "
+                "`tqref conform --calibrate` measures one\n", res.arch.c_str());
+  }
+  for (auto& s : suites) {
+    if (!s.path.empty()) continue;  // standard, not generated yet: make it in --out
+    s.path = a.out + "/golden/standard.h5";
+    std::vector<std::string> g = {"--suite", "standard", "--out", s.path};
+    if (dev_ex2) g.insert(g.end(), {"--ex2-arch", res.arch});
+    std::printf("suite standard: no golden file in the data directories; generating it\n");
+    if (!fs::exists(s.path) && run_command("generate", g) != kExitOk) {
+      std::fprintf(stderr, "tqref conform: generating the standard suite failed\n");
+      return kExitInternal;
+    }
+  }
+  for (const auto& s : suites) res.suites.emplace_back(s.name, s.path);
+  GpuRunOptions o;
+  o.device = a.device;
+  o.threshold = a.threshold;
+  o.hdims = hdims;
+  o.suites = suites;
+  o.out_dir = a.out;
+  o.show = a.show;
+  o.topt = a.topt;
+  o.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
+  for (auto& m : res.modules) {
+    try {
+      run_module(m, o);
+    } catch (const gpu::Error& e) {
+      m.error = e.what();
+      if (e.fault) m.fault = "(module setup)";
+    }
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  try {
+    common::write_file_atomic(a.out + "/conform.md", report_markdown(res, a.show));
+    common::write_file_atomic(a.out + "/conform.json", report_json(res));
+    common::write_file_atomic(a.out + "/conform.junit.xml", report_junit(res));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tqref conform: cannot write the reports into %s: %s\n", a.out.c_str(), e.what());
+    return kExitInternal;
+  }
+  std::printf("\n%s\nreports: %s/conform.md, conform.json, conform.junit.xml\n", verdict_line(res).c_str(),
+              a.out.c_str());
+  return exit_code(res);
+#else
+  (void)t0;
+  std::fprintf(stderr, "tqref conform: no usable GPU: this tqref was built without CUDA (no nvcc at "
+               "configure time). The pre-check above is all that can be done without one.\n");
+  return kExitNoDevice;
+#endif
+}
+
+int cmd_conform(const std::vector<std::string>& args) {
+  Args a;
+  po::options_description desc(
+      "usage: tqref conform --modules PATH... [options]\n"
+      "Checks an engine's kernel modules (.cubin, .ptx, .fatbin files or directories of them)\n"
+      "against the contract on this GPU and writes conform.md/json/junit.xml to --out (docs/gb10.md).\n"
+      "Exit 0: every kernel found passed every case; 1: a case failed; 2: usage; 3: a module cannot\n"
+      "be loaded or checked; 4: no GPU; 5: internal; 6: a kernel faulted the GPU. Options");
+  desc.add_options()("help,h", "this text")(
+      "modules", po::value(&a.modules)->multitoken(), "module files and/or directories (required)")(
+      "suites", po::value(&a.suites), "comma-separated: smoke, standard, real, or golden PATH.h5 files "
+      "(default smoke,standard,real)")(
+      "out", po::value(&a.out), "report directory (default ./conform-report)")(
+      "hdim", po::value(&a.hdim)->multitoken(), "MODULE=128|256: a decoder module's HDIM (default: probed)")(
+      "threshold", po::value(&a.threshold), "TQ_PLUS_SPARSE_V_THRESHOLD the decoders were built with "
+      "(default 1e-3)")(
+      "calibrate", po::bool_switch(&a.calibrate), "measure this GPU's EX2 unit first (tqref calibrate ex2)")(
+      "device", po::value(&a.device), "CUDA device ordinal (default 0)")(
+      "show", po::value(&a.show), "mismatch lines per failing case (default 4)")(
+      "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "tqref conform: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (a.modules.empty()) {
+    std::fprintf(stderr, "tqref conform: give --modules PATH... (module files or directories)\n");
+    return kExitUsage;
+  }
+  if (!(a.threshold > 0) || !std::isfinite(a.threshold)) {
+    std::fprintf(stderr, "tqref conform: --threshold %g; allowed: a finite value > 0\n", double(a.threshold));
+    return kExitUsage;
+  }
+  std::string line = "tqref conform";
+  for (const auto& s : args) line += " " + s;
+  return run(a, line);
+}
+
+}  // namespace
+
+TQREF_COMMAND("conform", "check an engine's kernel modules against the contract on this GPU", cmd_conform);

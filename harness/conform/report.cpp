@@ -1,0 +1,242 @@
+#include "conform/report.h"
+
+#include <cstdio>
+
+#include "conform/result.h"
+#include "golden/report.h"
+
+namespace tqref::conform {
+
+using golden::json_quote;
+using golden::xml_escape;
+
+namespace {
+
+std::string fmt_float(float f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", double(f));
+  return b;
+}
+
+std::string seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", s);
+  return b;
+}
+
+// Markdown table cells must not hold '|' or newlines.
+std::string cell(std::string s) {
+  for (char& c : s)
+    if (c == '|') c = '/';
+    else if (c == '\n') c = ' ';
+  return s;
+}
+
+std::string level_name(char l) {
+  return l == 'W' ? "W (exact)" : l == 'D' ? "D (exact)" : "T (tolerance)";
+}
+
+std::string kernel_verdict(const KernelTotals& t) {
+  if (t.failed) return "**FAIL**";
+  if (t.cases == 0) return "not checked";
+  return t.level == 'T' ? "pass (T only)" : "pass";
+}
+
+std::string module_header_md(const ModuleResult& m) {
+  std::string s = "### " + m.tag + "\n\n";
+  s += "- file: `" + m.file.path + "` (" + module_kind_name(m.file.kind) + ", " + std::to_string(m.bytes) +
+       " bytes)\n- sha256: `" + m.sha256 + "`\n";
+  s += "- images (pre-check): " + m.inspection.targets_text() +
+       (m.inspection.problem.empty() ? "" : " — " + m.inspection.problem) + "\n";
+  if (!m.load_error.empty()) {
+    s += "- **cannot be loaded on this GPU**" +
+         (m.load_explanation.empty() ? std::string() : ": " + m.load_explanation) + "\n\n```\n" +
+         m.load_error + "\n```\n";
+    std::string pre;
+    for (const auto& k : contract_kernels())
+      if (m.inspection.entries.count(k)) pre += (pre.empty() ? "" : ", ") + k;
+    s += "- contract kernels in the file (pre-check, not loaded): " + (pre.empty() ? "none" : pre) + "\n";
+    return s + "\n";
+  }
+  std::string found, missing;
+  for (const auto& k : contract_kernels()) {
+    std::string& list = m.found.count(k) ? found : missing;
+    list += (list.empty() ? "" : ", ") + k;
+  }
+  s += "- kernels found (cuModuleGetFunction): " + (found.empty() ? "none" : found) + "\n";
+  s += "- not in this module: " + (missing.empty() ? "none" : missing) + "\n";
+  if (m.hdim) {
+    s += "- decoders' HDIM: " + std::to_string(m.hdim) + " — " + m.hdim_why + "\n";
+    s += "- decoder level: " + level_name(m.decoder_level) +
+         (m.decoder_level_why.empty() ? "" : " — " + m.decoder_level_why) + "\n";
+  }
+  if (!m.error.empty()) s += "- **not fully checked**: " + m.error + "\n";
+  if (!m.fault.empty()) s += "- **GPU fault** in case `" + m.fault + "`: later cases of this module were not launched\n";
+  return s + "\n";
+}
+
+}  // namespace
+
+std::string replay_command(const ConformResult& r, const ModuleResult& m, const std::string& reproducer,
+                           char level) {
+  std::string c = "tqref check " + reproducer + " --backend gpu --module " + m.file.path;
+  if (m.hdim) c += " --hdim " + std::to_string(m.hdim);
+  if (r.threshold != kSparseVThreshold) c += " --threshold " + fmt_float(r.threshold);
+  if (level == 'T') c += " --level T";
+  return c;
+}
+
+std::string report_markdown(const ConformResult& r, size_t per_case) {
+  std::string s = "# tqref conformance report\n\n**" + verdict_line(r) + "**\n\n";
+  s += "| | |\n| --- | --- |\n";
+  s += "| device | " + cell(r.device) + " |\n";
+  s += "| EX2 profile | " +
+       cell(r.ex2_profile_id.empty() ? "none for " + r.arch + ": decoders judged at level T"
+                                     : r.ex2_profile_id + " (`" + r.ex2_profile_path + "`)") + " |\n";
+  if (!r.ex2_note.empty()) s += "| EX2 note | " + cell(r.ex2_note) + " |\n";
+  s += "| THRESH | " + fmt_float(r.threshold) + " |\n";
+  s += "| tqref | " + cell(r.tqref_version) + " (commit " + cell(r.git_commit) + ") |\n";
+  s += "| started | " + r.started_utc + ", " + seconds(r.seconds) + " |\n";
+  s += "| command | `" + cell(r.command_line) + "` |\n";
+  for (const auto& [name, file] : r.suites) s += "| suite " + name + " | `" + cell(file) + "` |\n";
+  s += "\nLevels (SPEC section 6): W = every byte of both pools equals the model's; D = every output "
+       "element equals the model's bf16 bits (with this GPU's EX2 profile); T = within the documented "
+       "tolerance of the model and the fp64 reference (docs/gpu-harness.md), not bit-exact. Guard "
+       "violations count changed guard-band bytes and changed input buffers.\n\n";
+
+  s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | verdict |\n"
+       "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  std::set<std::string> anywhere;
+  for (const auto& m : r.modules) {
+    for (const auto& [k, t] : kernel_totals(m)) {
+      anywhere.insert(k);
+      s += "| " + m.tag + " | " + k + " | " + level_name(t.level) + " | " + std::to_string(t.cases) + " | " +
+           std::to_string(t.passed) + " | " + std::to_string(t.failed) + " | " + std::to_string(t.skipped) +
+           " | " + std::to_string(t.guard_violations) + " | " + kernel_verdict(t) + " |\n";
+    }
+    if (!m.load_error.empty()) s += "| " + m.tag + " | (not loaded) | | | | | | | **cannot load** |\n";
+  }
+  std::string never;
+  for (const auto& k : contract_kernels())
+    if (!anywhere.count(k)) never += (never.empty() ? "" : ", ") + k;
+  if (!never.empty()) s += "\nNot found in any loaded module: " + never + ".\n";
+
+  s += "\n## Modules\n\n";
+  for (const auto& m : r.modules) {
+    s += module_header_md(m);
+    for (const auto& su : m.suites) {
+      size_t failed = 0;
+      for (const auto& v : su.verdicts) failed += !v.pass;
+      s += "- suite **" + su.suite + "**: " + std::to_string(su.verdicts.size()) + " cases run, " +
+           std::to_string(su.verdicts.size() - failed) + " passed, " + std::to_string(failed) + " failed\n";
+      for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
+    }
+    s += "\n";
+  }
+
+  bool any_failure = false;
+  for (const auto& m : r.modules)
+    for (const auto& su : m.suites)
+      for (const auto& v : su.verdicts) any_failure = any_failure || !v.pass;
+  if (any_failure) {
+    s += "## Failures\n\nEach failing case was written alone to a reproducer file; the command under it "
+         "replays just that case on this GPU.\n\n";
+    for (const auto& m : r.modules)
+      for (const auto& su : m.suites) {
+        std::map<std::string, const golden::LevelTVerdict*> tv;
+        for (const auto& t : su.tolerance) tv[t.name] = &t;
+        for (const auto& v : su.verdicts) {
+          if (v.pass) continue;
+          s += "### " + m.tag + " / " + su.suite + " / " + v.name + "\n\n```\n";
+          const auto t = tv.find(v.name);
+          s += t != tv.end() ? golden::level_t_text(*t->second) : golden::report_text(v, per_case);
+          s += "```\n\n";
+          const auto rp = su.reproducers.find(v.name);
+          if (rp != su.reproducers.end())
+            s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? 'T' : 'D') + "`\n\n";
+        }
+      }
+  }
+  return s;
+}
+
+std::string report_json(const ConformResult& r) {
+  std::string s = "{\n\"tool\": \"tqref conform\", \"version\": " + json_quote(r.tqref_version) +
+                  ", \"git_commit\": " + json_quote(r.git_commit) + ",\n\"exit_code\": " +
+                  std::to_string(exit_code(r)) + ", \"verdict\": " + json_quote(verdict_line(r)) +
+                  ",\n\"command_line\": " + json_quote(r.command_line) + ", \"started_utc\": " +
+                  json_quote(r.started_utc) + ", \"seconds\": " + std::to_string(r.seconds) +
+                  ",\n\"device\": " + json_quote(r.device) + ", \"arch\": " + json_quote(r.arch) +
+                  ",\n\"ex2_profile_id\": " + json_quote(r.ex2_profile_id) + ", \"ex2_profile_path\": " +
+                  json_quote(r.ex2_profile_path) + ", \"ex2_note\": " + json_quote(r.ex2_note) +
+                  ", \"threshold\": " + fmt_float(r.threshold) + ",\n\"suites\": {";
+  for (size_t i = 0; i < r.suites.size(); ++i)
+    s += std::string(i ? ", " : "") + json_quote(r.suites[i].first) + ": " + json_quote(r.suites[i].second);
+  s += "},\n\"modules\": [";
+  for (size_t i = 0; i < r.modules.size(); ++i) {
+    const ModuleResult& m = r.modules[i];
+    s += std::string(i ? "," : "") + "\n{\"tag\": " + json_quote(m.tag) + ", \"path\": " + json_quote(m.file.path) +
+         ", \"kind\": " + json_quote(module_kind_name(m.file.kind)) + ", \"bytes\": " + std::to_string(m.bytes) +
+         ", \"sha256\": " + json_quote(m.sha256) + ", \"images\": " + json_quote(m.inspection.targets_text()) +
+         ", \"load_error\": " + json_quote(m.load_error) + ", \"load_explanation\": " +
+         json_quote(m.load_explanation) + ", \"hdim\": " + std::to_string(m.hdim) + ", \"hdim_exact\": " +
+         (m.hdim_exact ? "true" : "false") + ", \"hdim_why\": " + json_quote(m.hdim_why) +
+         ", \"decoder_level\": " + json_quote(std::string(1, m.decoder_level)) + ", \"fault\": " +
+         json_quote(m.fault) + ", \"error\": " + json_quote(m.error) + ",\n \"kernels\": {";
+    size_t k = 0;
+    for (const auto& [name, t] : kernel_totals(m))
+      s += std::string(k++ ? ", " : "") + json_quote(name) + ": {\"level\": \"" + t.level +
+           "\", \"cases\": " + std::to_string(t.cases) + ", \"passed\": " + std::to_string(t.passed) +
+           ", \"failed\": " + std::to_string(t.failed) + ", \"guard_violations\": " +
+           std::to_string(t.guard_violations) + "}";
+    s += "},\n \"not_found\": [";
+    k = 0;
+    for (const auto& name : contract_kernels())
+      if (!m.found.count(name)) s += std::string(k++ ? ", " : "") + json_quote(name);
+    s += "],\n \"suites\": [";
+    for (size_t j = 0; j < m.suites.size(); ++j) {
+      const SuiteRun& su = m.suites[j];
+      const golden::RunInfo run{su.file, "gpu " + m.file.path, "none", r.git_commit, r.ex2_profile_id};
+      s += std::string(j ? "," : "") + "\n  {\"suite\": " + json_quote(su.suite) + ", \"skipped\": {";
+      size_t q = 0;
+      for (const auto& [why, n] : su.skipped) s += std::string(q++ ? ", " : "") + json_quote(why) + ": " + std::to_string(n);
+      s += "}, \"reproducers\": {";
+      q = 0;
+      for (const auto& [c, p] : su.reproducers) s += std::string(q++ ? ", " : "") + json_quote(c) + ": " + json_quote(p);
+      s += "},\n   \"check\": " + golden::report_json(run, su.verdicts);
+      if (!su.tolerance.empty()) s += ",\n   \"tolerance\": " + golden::level_t_json(su.tolerance, golden::LevelTOptions{});
+      s += "}";
+    }
+    s += "]}";
+  }
+  return s + "\n]\n}\n";
+}
+
+std::string report_junit(const ConformResult& r) {
+  // The modules themselves: one testcase each (loaded, holds contract kernels, HDIM established).
+  std::vector<golden::CaseVerdict> mods;
+  for (const auto& m : r.modules) {
+    golden::CaseVerdict v;
+    v.name = m.tag;
+    v.kernel = "module";
+    v.kind = "module";
+    v.pass = true;
+    if (!m.load_error.empty()) v.error = "cannot be loaded: " + m.load_explanation + "\n" + m.load_error;
+    else if (!m.error.empty()) v.error = m.error;
+    else if (!m.fault.empty()) v.error = "GPU fault in case " + m.fault;
+    else if (m.found.empty()) v.error = "holds none of the six contract kernels";
+    v.pass = v.error.empty();
+    mods.push_back(std::move(v));
+  }
+  std::string body = golden::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods);
+  for (const auto& m : r.modules)
+    for (const auto& su : m.suites)
+      body += golden::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
+                                   su.verdicts);
+  // Each report_junit document starts with the XML declaration; keep one, around <testsuites>.
+  const std::string decl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  for (size_t at = body.find(decl); at != std::string::npos; at = body.find(decl)) body.erase(at, decl.size());
+  return decl + "<testsuites name=\"tqref-conform\">\n" + body + "</testsuites>\n";
+}
+
+}  // namespace tqref::conform

@@ -1,0 +1,103 @@
+#include "conform/result.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "command.h"
+#include "sha256.h"
+
+namespace tqref::conform {
+
+ModuleResult new_module_result(const ModuleFile& f, size_t index) {
+  ModuleResult m;
+  m.file = f;
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "m%02zu-", index);
+  m.tag = tag + std::filesystem::path(f.path).filename().string();
+  std::ifstream in(f.path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  m.bytes = bytes.size();
+  m.sha256 = trace::sha256_hex(bytes.data(), bytes.size());
+  m.inspection = inspect_module_bytes(bytes, f.kind);
+  if (!in.good() && !in.eof()) m.inspection.problem = "cannot read " + f.path;
+  return m;
+}
+
+std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m) {
+  std::map<std::string, KernelTotals> t;
+  for (const std::string& k : m.found) t[k].level = is_decoder_kernel(k) ? m.decoder_level : 'W';
+  for (const SuiteRun& s : m.suites) {
+    for (const auto& [k, n] : s.skipped_per_kernel) t[k].skipped += n;
+    for (const golden::CaseVerdict& v : s.verdicts) {
+      KernelTotals& k = t[v.kernel];
+      ++k.cases;
+      ++(v.pass ? k.passed : k.failed);
+      for (const char* cat : {"guard", "input-modified"}) {
+        const auto it = v.categories.find(cat);
+        if (it != v.categories.end()) k.guard_violations += it->second;
+      }
+    }
+  }
+  return t;
+}
+
+namespace {
+
+// The reason behind exit_code(), "" for 0.
+std::string reason(const ConformResult& r, int* code) {
+  for (const auto& m : r.modules)
+    if (!m.fault.empty()) {
+      *code = cli::kExitGpuFault;
+      return "case " + m.fault + " faulted the GPU (module " + m.file.path + ")";
+    }
+  uint64_t failed = 0, kernels_failing = 0;
+  for (const auto& m : r.modules)
+    for (const auto& [k, t] : kernel_totals(m)) {
+      failed += t.failed;
+      kernels_failing += t.failed > 0;
+    }
+  if (failed) {
+    *code = cli::kExitMismatch;
+    return std::to_string(failed) + " case(s) failed in " + std::to_string(kernels_failing) + " kernel(s)";
+  }
+  *code = cli::kExitBadInput;
+  size_t checked = 0;
+  for (const auto& m : r.modules) {
+    if (!m.load_error.empty()) return "module " + m.file.path + " could not be loaded on this GPU";
+    if (!m.error.empty()) return "module " + m.file.path + ": " + m.error;
+    if (m.found.empty()) return "module " + m.file.path + " holds none of the six contract kernels";
+    for (const auto& [k, t] : kernel_totals(m)) {
+      if (t.cases == 0) return "kernel " + k + " of module " + m.file.path + " was given no case";
+      ++checked;
+    }
+  }
+  if (checked == 0) return "no module was checked";
+  *code = cli::kExitOk;
+  return "";
+}
+
+}  // namespace
+
+int exit_code(const ConformResult& r) {
+  int code = 0;
+  reason(r, &code);
+  return code;
+}
+
+std::string verdict_line(const ConformResult& r) {
+  int code = 0;
+  const std::string why = reason(r, &code);
+  if (code == 0) {
+    bool level_t = false;
+    for (const auto& m : r.modules)
+      for (const auto& [k, t] : kernel_totals(m)) level_t = level_t || t.level == 'T';
+    return level_t ? "PASS (exit 0): every kernel passed every case; some decoders only at level T "
+                     "(tolerance), not bit for bit"
+                   : "PASS (exit 0): every kernel found passed every case, bit for bit";
+  }
+  return "FAIL (exit " + std::to_string(code) + "): " + why;
+}
+
+}  // namespace tqref::conform

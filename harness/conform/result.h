@@ -1,0 +1,79 @@
+// Everything one `tqref conform` run found, as plain data: filled by the GPU run
+// (gpu_run.h), turned into Markdown/JSON/JUnit by report.h and into the exit code here. Reports
+// and the exit code depend on nothing else, so both are tested from synthetic results.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "conform/module_file.h"
+#include "golden/compare.h"
+#include "golden/level_t.h"
+
+namespace tqref::conform {
+
+// One golden suite on one module.
+struct SuiteRun {
+  std::string suite;  // "smoke", "standard", "real" or the path given
+  std::string file;   // the golden file read
+  std::vector<golden::CaseVerdict> verdicts;     // every case judged (exact or level T)
+  std::vector<golden::LevelTVerdict> tolerance;  // level T details, one per level-T verdict
+  std::map<std::string, uint64_t> skipped;       // reason -> cases not launched for it
+  std::map<std::string, uint64_t> skipped_per_kernel;  // kernel -> cases not launched
+  std::map<std::string, std::string> reproducers;  // failing case -> reproducer file
+};
+
+struct ModuleResult {
+  ModuleFile file;
+  std::string tag;       // unique short name in this run: "m02-writers.sm_90.cubin"
+  std::string sha256;    // of the file's bytes
+  uint64_t bytes = 0;
+  ModuleInspection inspection;  // static pre-check (module_file.h)
+  std::string load_error;       // the driver's error when it could not load the module
+  std::string load_explanation; // "built for sm_121 (...), this GPU is sm_90", when known
+  std::set<std::string> found;  // contract kernels cuModuleGetFunction found
+  uint32_t hdim = 0;            // decoders' HDIM (0: the module has no decoder)
+  bool hdim_exact = true;       // false: decoders judged at level T (probe not exact)
+  std::string hdim_why;         // "--hdim", or the probe's sentence (hdim_probe.h)
+  char decoder_level = 'D';     // 'D' or 'T'
+  std::string decoder_level_why;
+  std::vector<SuiteRun> suites;
+  std::string fault;            // "<suite>/<case>" whose launch faulted the GPU ("" = none)
+  std::string error;            // any other reason the module was not (fully) checked
+};
+
+struct ConformResult {
+  std::string command_line, started_utc, tqref_version, git_commit;
+  std::string device;           // describe_device()
+  std::string arch;             // "sm_90"
+  std::string ex2_profile_id, ex2_profile_path, ex2_note;  // id "" = no profile: decoders at T
+  float threshold = 0;
+  double seconds = 0;
+  std::vector<std::pair<std::string, std::string>> suites;  // name -> file
+  std::vector<ModuleResult> modules;
+};
+
+// A module's facts known without a GPU: tag "m<index>-<file name>", size, sha256, pre-check.
+ModuleResult new_module_result(const ModuleFile& f, size_t index);
+
+// Per-kernel totals over every suite of one module.
+struct KernelTotals {
+  char level = 'W';
+  uint64_t cases = 0, passed = 0, failed = 0, skipped = 0;
+  uint64_t guard_violations = 0;  // elements in "guard" and "input-modified" categories
+};
+std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m);
+
+// Exit code of the run (harness/cli/command.h, docs/cli.md), first match wins:
+//   6 kExitGpuFault   a launch faulted the GPU
+//   1 kExitMismatch   a case failed (any level)
+//   3 kExitBadInput   a module could not be loaded, holds none of the six kernels, or a kernel it
+//                     holds was given no case (nothing to claim), or no module was checked
+//   0 kExitOk         every kernel found passed every case it was given
+int exit_code(const ConformResult& r);
+// One line: "PASS: ..." / "FAIL: ...", with the reason for a non-zero code.
+std::string verdict_line(const ConformResult& r);
+
+}  // namespace tqref::conform
