@@ -10,6 +10,7 @@
 //   - q row padding (NaN patterns) and the whole output buffer (0xFFFF background).
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cmath>
 #include <stdexcept>
 
@@ -314,6 +315,15 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     for (const auto& pr : probes) exact |= pr.rank == 0;
     ex += exact ? ", factors at THRESH and the nearest reachable values around it"
                 : ", factor exactly THRESH unreachable under this EX2 profile: nearest reachable below/above";
+    ex += "; probes (rank: x -> factor bits):";
+    for (const auto& pr : probes) {
+      char b[80];
+      std::snprintf(b, sizeof b, " %+d: %.9g -> 0x%08x", pr.rank, double(pr.x), f32_bits(pr.factor));
+      ex += b;
+    }
+    char tb[40];
+    std::snprintf(tb, sizeof tb, " (THRESH 0x%08x)", f32_bits(spec.threshold));
+    ex += tb;
   }
   dc.exercises = ex;
   return {std::move(wc), std::move(dc)};
