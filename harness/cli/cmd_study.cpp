@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "command.h"
 #include "ex2_profile_io.h"
@@ -77,10 +78,19 @@ int cmd_study(const std::vector<std::string>& args) {
   if (wants("theory")) run_theory(o, tables);
   if (wants("vq")) run_vquant_synthetic(o, tables);
   if (wants("decode") || wants("traces")) {
-    progress(o, "loading the EX2 profile for %s", o.ex2_arch.c_str());
-    const tqref::Ex2Profile ex2 = tqref::load_ex2_profile_for_arch(o.ex2_arch);
-    if (wants("decode")) run_decode_synthetic(o, ex2, tables);
-    if (wants("traces")) run_traces(o, &ex2, tables);
+    // A missing/invalid EX2 profile or trace file is bad input (exit 3), not an internal error.
+    try {
+      progress(o, "loading the EX2 profile for %s", o.ex2_arch.c_str());
+      const tqref::Ex2Profile ex2 = tqref::load_ex2_profile_for_arch(o.ex2_arch);
+      if (wants("decode")) run_decode_synthetic(o, ex2, tables);
+      if (wants("traces")) run_traces(o, &ex2, tables);
+    } catch (const tqref::Ex2ProfileError& e) {
+      std::fprintf(stderr, "tqref study: --ex2-arch %s: %s\n", o.ex2_arch.c_str(), e.what());
+      return tqref::cli::kExitBadInput;
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "tqref study: --traces %s: %s\n", o.traces_dir.c_str(), e.what());
+      return tqref::cli::kExitBadInput;
+    }
   }
   bool h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
   if (h5) write_h5(out, tables);
