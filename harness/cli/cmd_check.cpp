@@ -45,6 +45,7 @@ struct GpuArgs {
   std::string module;
   uint32_t hdim = 0;
   float threshold = kSparseVThreshold;
+  double launch_timeout = 60.0;  // gpu::kDefaultLaunchTimeoutS (gpu/watchdog.h)
 };
 
 // Whether a GPU can be used at all, before any file is read: "" or the reason (exit 4).
@@ -91,6 +92,8 @@ int cmd_check(const std::vector<std::string>& args) {
       "module", po::value(&ga.module), "gpu: kernel module file (cubin, PTX or fatbin) instead of "
       "the built-in fatbins")(
       "hdim", po::value(&ga.hdim), "gpu --module: HDIM its decoders were built with (128 or 256)")(
+      "launch-timeout", po::value(&ga.launch_timeout),
+      "gpu: seconds one kernel launch may run before it is reported as hung (default 60)")(
       "threshold", po::value(&ga.threshold),
       "gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with (default 1e-3)");
   po::positional_options_description pos;
@@ -118,6 +121,20 @@ int cmd_check(const std::vector<std::string>& args) {
   }
   if (!kind_filter.empty() && kind_filter != "writer" && kind_filter != "decode") {
     std::fprintf(stderr, "tqref check: --kind %s; allowed: writer, decode\n", kind_filter.c_str());
+    return kExitUsage;
+  }
+  for (const auto& [opt, path] : {std::pair<const char*, std::string>{"report", report}, {"junit", junit}})
+    if (!path.empty())
+      if (const std::string why = common::output_path_problem(path); !why.empty()) {
+        std::fprintf(stderr, "tqref check: --%s %s\n", opt, why.c_str());
+        return kExitUsage;
+      }
+  if (!repro_dir.empty() && std::filesystem::exists(repro_dir) && !std::filesystem::is_directory(repro_dir)) {
+    std::fprintf(stderr, "tqref check: --reproducer-dir %s exists and is not a directory\n", repro_dir.c_str());
+    return kExitUsage;
+  }
+  if (!(ga.launch_timeout > 0 && ga.launch_timeout <= 86400)) {
+    std::fprintf(stderr, "tqref check: --launch-timeout %g; allowed: 0 < seconds <= 86400\n", ga.launch_timeout);
     return kExitUsage;
   }
   if (backend_name != "gpu" && (vm.count("module") || vm.count("hdim") || vm.count("threshold"))) {
@@ -148,7 +165,7 @@ int cmd_check(const std::vector<std::string>& args) {
     if (backend_name == "gpu") {
       try {
         auto g = std::make_unique<gpu::GpuBackend>(
-            gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold}, ex2p);
+            gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold, ga.launch_timeout}, ex2p);
         std::printf("GPU %d: %s\n", ga.device, gpu::describe_device(g->device()).c_str());
         gpu_backend = g.get();
         backend = std::move(g);
@@ -185,6 +202,10 @@ int cmd_check(const std::vector<std::string>& args) {
       }
       names = {only};
     }
+    // Every selected case is read and checked (common/case_checks.h) before the first one runs:
+    // a bad case late in a file refuses the run up front, not after the others were launched.
+    for (const std::string& name : names)
+      if (filter.empty() || name.find(filter) != std::string::npos) read_case(cases, name, false);
     std::vector<CaseVerdict> verdicts;
     std::vector<LevelTVerdict> tverdicts;
     size_t failed = 0, skipped = 0;

@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "common/atomic_output.h"
 #include "ex2_profile_io.h"
 #include "golden/generate.h"
 #include "golden/suites.h"
@@ -76,6 +77,14 @@ int cmd_generate(const std::vector<std::string>& args) {
   }
   if (seed >> 63) {
     std::fprintf(stderr, "tqref generate: --seed %llu; allowed: 0 .. 2^63-1\n", (unsigned long long)seed);
+    return kExitUsage;
+  }
+  if (threads < 1 || threads > 1024) {
+    std::fprintf(stderr, "tqref generate: --threads %d; allowed: 1 .. 1024\n", threads);
+    return kExitUsage;
+  }
+  if (const std::string why = common::output_path_problem(out); !why.empty()) {
+    std::fprintf(stderr, "tqref generate: --out %s\n", why.c_str());
     return kExitUsage;
   }
   std::vector<CaseSpec> specs;

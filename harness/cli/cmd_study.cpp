@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "command.h"
+#include "common/atomic_output.h"
 #include "ex2_profile_io.h"
 #include "study/decode_study.h"
 #include "study/study.h"
@@ -56,6 +57,18 @@ int cmd_study(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref study: --threads %d outside 0..1024\n", threads);
     return tqref::cli::kExitUsage;
   }
+  // Checked before hours of sampling: an .h5 output needs an existing, writable directory; a CSV
+  // directory is created, so only an existing non-directory is refused.
+  const bool out_h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
+  const std::string out_problem =
+      out_h5 ? tqref::common::output_path_problem(out)
+             : std::filesystem::exists(out) && !std::filesystem::is_directory(out)
+                   ? out + " exists and is not a directory"
+                   : "";
+  if (!out_problem.empty()) {
+    std::fprintf(stderr, "tqref study: --out %s\n", out_problem.c_str());
+    return tqref::cli::kExitUsage;
+  }
   if (threads > 0) omp_set_num_threads(threads);
   o.progress = !quiet;
   auto wants = [&](const char* part) {
@@ -92,8 +105,7 @@ int cmd_study(const std::vector<std::string>& args) {
       return tqref::cli::kExitBadInput;
     }
   }
-  bool h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
-  if (h5) write_h5(out, tables);
+  if (out_h5) write_h5(out, tables);
   else write_csv_dir(out, tables);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress(o, "wrote %zu tables to %s in %.1f s", tables.size(), out.c_str(), secs);

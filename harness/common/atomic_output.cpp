@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -83,6 +84,18 @@ void AtomicOutput::commit() {
   committed_ = true;
   release(slot_);
   slot_ = -1;
+}
+
+std::string output_path_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return "empty output path";
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return path + " is a directory; give a file name";
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir, ec)) return path + ": directory " + dir.string() + " does not exist";
+  if (::access(dir.c_str(), W_OK) != 0) return path + ": directory " + dir.string() + " is not writable";
+  return "";
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {

@@ -34,6 +34,11 @@ inline constexpr int kMaxOpenOutputs = 64;
 // Exit status after an interrupt; equals tqref::cli::kExitInterrupted (asserted in cli/main.cpp).
 inline constexpr int kInterruptExitCode = 130;
 
+// "" when a file can be written at `path` (its directory exists and is writable, and `path` is not
+// a directory); otherwise why not, naming the path. Commands check their outputs with this
+// before any work, so a typo in --out fails in a second, not after an hour of generation.
+std::string output_path_problem(const std::string& path);
+
 // Writes `text` to `path` through an AtomicOutput; throws std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& text);
 

@@ -12,11 +12,15 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/case_checks.h"
 #include "golden/suites.h"
 
 namespace tqref::golden {
 
 namespace {
+
+// Points (specs) one sweep file may describe.
+constexpr uint64_t kMaxSweepPoints = 100000;
 
 using Setter = std::function<void(CaseSpec&, const YAML::Node&)>;
 
@@ -114,13 +118,31 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
     axes.emplace_back(key, std::move(values));
   }
   static const std::set<std::string> decode_only = {"q_per_kv", "seq_lens", "sliding_window", "q_pad"};
-  std::vector<CaseSpec> out;
-  for (CaseKind kind : kinds) {
-    std::vector<const std::pair<std::string, std::vector<YAML::Node>>*> used;
+  using Axis = std::pair<std::string, std::vector<YAML::Node>>;
+  auto used_axes = [&](CaseKind kind) {
+    std::vector<const Axis*> used;
     for (const auto& a : axes) {
       const bool skip = kind == CaseKind::writer ? decode_only.count(a.first) > 0 : a.first == "num_tokens";
       if (!skip) used.push_back(&a);
     }
+    return used;
+  };
+  // The cross product is counted before it is built: a few long lists multiply quickly.
+  uint64_t points = 0;
+  for (CaseKind kind : kinds) {
+    uint64_t n = 1;
+    for (const Axis* a : used_axes(kind))
+      if (__builtin_mul_overflow(n, uint64_t(a->second.size()), &n)) n = UINT64_MAX;
+    points = n > kMaxSweepPoints || points + n > kMaxSweepPoints ? kMaxSweepPoints + 1 : points + n;
+    if (points > kMaxSweepPoints) {
+      const std::string count = n == UINT64_MAX ? "more than 2^64" : std::to_string(n);
+      throw std::invalid_argument(file + ": the sweep has " + count + " points; allowed: <= " +
+                                  std::to_string(kMaxSweepPoints) + " (split it into several files)");
+    }
+  }
+  std::vector<CaseSpec> out;
+  for (CaseKind kind : kinds) {
+    const std::vector<const Axis*> used = used_axes(kind);
     std::vector<size_t> idx(used.size(), 0);
     for (;;) {
       CaseSpec s;
@@ -128,6 +150,10 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
       if (kind == CaseKind::writer) s.num_tokens = 37;
       else s.seq_lens = {0, 1, 37};
       for (size_t i = 0; i < used.size(); ++i) set.at(used[i]->first)(s, used[i]->second[idx[i]]);
+      // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is built.
+      if (const std::string why = common::check_spec(s); !why.empty())
+        throw std::invalid_argument(file + ": sweep point " + std::to_string(out.size()) + " (" +
+                                    kind_name(kind) + "): " + why);
       out.push_back(s);
       size_t i = used.size();
       while (i > 0 && ++idx[i - 1] == used[i - 1]->second.size()) idx[--i] = 0;

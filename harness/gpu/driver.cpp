@@ -19,7 +19,7 @@ namespace tqref::gpu {
   X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)                  \
   X(cuMemcpyDtoH) X(cuMemsetD8) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)    \
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
-  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamQuery)
 // Newer entry points (CUDA 12.3/12.4) used only to list a module's kernels in error messages.
 #define TQREF_OPTIONAL_CALLS(X) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)
 #define TQREF_SYM2(x) #x
@@ -226,6 +226,10 @@ Stream::~Stream() {
 void Stream::synchronize() const {
   const Driver& d = Driver::require();
   d.check(d.api().cuStreamSynchronize(static_cast<CUstream>(s_)), "cuStreamSynchronize");
+}
+
+int Stream::query() const {
+  return Driver::require().api().cuStreamQuery(static_cast<CUstream>(s_));
 }
 
 Event::Event() {

@@ -83,6 +83,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   void synchronize() const;
+  // cuStreamQuery: 0 when all queued work is complete, CUDA_ERROR_NOT_READY (600) while it runs,
+  // otherwise the CUresult of a failure (not thrown: the launch watchdog classifies it).
+  int query() const;
   void* handle() const { return s_; }
 
  private:

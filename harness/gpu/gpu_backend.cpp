@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/case_checks.h"
 #include "ex2_profile_io.h"
 #include "golden/launch_buffers.h"
 #include "gpu/launch.h"
@@ -147,6 +148,10 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
 }
 
 void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
+  // Cases read from files were checked by read_case; cases built in memory are checked here: a
+  // launch outside SPEC's ranges would write outside its device buffers.
+  if (const std::string bad = common::check_case(c); !bad.empty())
+    throw Error("refused before launch: " + bad, -1, false);
   std::string why;
   const Function* f = kernel_for(c, &why);
   if (!f) throw Error(why, -1, false);
@@ -176,8 +181,10 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
   }
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)
     try {
-      f->launch(grid, block, args.params());
-      ctx_.synchronize();
+      ctx_.synchronize();  // uploads complete before the kernel starts on its own stream
+      const Stream stream;
+      f->launch(grid, block, args.params(), 0, &stream);
+      wait_for_launch(stream, opt_.launch_timeout_s, "case " + c.name + ", " + f->name());
     } catch (const Error& e) {
       throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
     }

@@ -19,6 +19,7 @@
 
 #include "golden/backend.h"
 #include "gpu/driver.h"
+#include "gpu/watchdog.h"
 #include "tqref/ex2.h"
 #include "tqref/format.h"
 
@@ -34,6 +35,7 @@ struct GpuOptions {
   std::string module_path;               // "" = the built-in fatbins
   uint32_t hdim = 0;                     // external module: its decoders' HDIM (0 = not stated)
   float threshold = kSparseVThreshold;   // external module: its TQ_PLUS_SPARSE_V_THRESHOLD
+  double launch_timeout_s = kDefaultLaunchTimeoutS;  // watchdog deadline of one launch (watchdog.h)
 };
 
 class GpuBackend : public golden::Backend {
