@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <algorithm>
 #include <set>
 
 #include "ex2_profile_io.h"
@@ -96,6 +97,55 @@ BOOST_AUTO_TEST_CASE(committed_smoke_matches_regeneration) {
   BOOST_TEST(same, "regenerated smoke differs from " << kCommittedSmoke
                    << ": the model, builders or schema changed; regenerate and commit the file");
   fs::remove_all(d);
+}
+
+// Would catch: a builder that leaves real data where the decoder must not look (so a kernel that
+// reads a stale slot, a block before the window, an unused table entry or q padding would still
+// pass): every K element outside the slots [start, L) reach is a +-Inf/NaN pattern, every V scale
+// byte there is fp8 NaN, every table entry not in use is out of range, q padding is NaN.
+BOOST_AUTO_TEST_CASE(decode_cases_poison_everything_unread) {
+  h5::Node root = h5::Node::open_file(kCommittedSmoke);
+  h5::Node cases = root.group("cases");
+  size_t checked = 0;
+  for (const auto& name : cases.children()) {
+    const GoldenCase c = read_case(cases, name, false);
+    if (c.kind != CaseKind::decode) continue;
+    const DecodeCase& d = c.d;
+    const DecodeParams& p = d.p;
+    const uint32_t B = p.block_size, MB = p.max_blocks_per_seq;
+    const CacheGeometry g{p.num_kv_heads, p.head_dim, B, d.num_blocks, p.v_block_stride_bytes,
+                          p.v_data_section_bytes};
+    std::vector<uint8_t> read(uint64_t(d.num_blocks) * B, 0);
+    for (uint32_t s = 0; s < p.num_seqs; ++s) {
+      const uint32_t L = uint32_t(d.seq_lens[s]);
+      const uint32_t start = (p.sliding_window > 0 && L > p.sliding_window) ? L - p.sliding_window : 0;
+      for (uint32_t j = 0; j < MB; ++j) {
+        const int32_t b = d.block_tables[uint64_t(s) * MB + j];
+        const bool in_use = L > 0 && j >= start / B && j <= (L - 1) / B;
+        if (!in_use) {
+          BOOST_TEST((b < 0 || uint32_t(b) >= d.num_blocks), name << " table[" << s << "][" << j << "] = " << b);
+          continue;
+        }
+        for (uint32_t pos = std::max(start, j * B); pos < std::min(L, (j + 1) * B); ++pos)
+          read[uint64_t(b) * B + pos % B] = 1;
+      }
+      for (uint32_t e = p.num_q_heads * p.head_dim; e < p.q_stride; ++e) {
+        const uint16_t v = d.q[uint64_t(s) * p.q_stride + e];
+        BOOST_TEST(((v & 0x7F80) == 0x7F80 && (v & 0x7F)), name << " q padding");
+      }
+    }
+    for (uint64_t slot = 0; slot < read.size(); ++slot) {
+      if (read[slot]) continue;
+      const uint8_t* k = d.k_init.data() + g.k_row_offset(int64_t(slot));
+      for (uint64_t e = 0; e < g.elems_per_token(); ++e)
+        BOOST_TEST(((k[2 * e + 1] & 0x7F) == 0x7F && (k[2 * e] & 0x80)), name << " K slot " << slot);
+      const uint8_t* sc = d.v_init.data() + g.v_scale_row_offset(int64_t(slot));
+      for (uint64_t i = 0; i < g.v_scale_row_bytes(); ++i)
+        BOOST_TEST(((sc[i] & 0x7F) == 0x7F), name << " V scale slot " << slot);
+    }
+    ++checked;
+  }
+  BOOST_TEST(checked >= 8u);
 }
 
 // Would catch: shards that overlap or miss cases (shard I/N must partition the case list).
