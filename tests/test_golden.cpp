@@ -148,6 +148,20 @@ BOOST_AUTO_TEST_CASE(decode_cases_poison_everything_unread) {
   BOOST_TEST(checked >= 8u);
 }
 
+// Would catch: a failed generation leaving a partial or truncated file behind (the output is
+// written under a temporary name and renamed only when complete).
+BOOST_AUTO_TEST_CASE(failed_generation_leaves_no_file) {
+  const fs::path d = scratch("golden_fail");
+  std::vector<CaseSpec> specs = suite_specs("smoke");
+  specs[3].head_dim = 24;  // not a multiple of 16: the builder throws after earlier specs ran
+  GenerateOptions opt;
+  opt.out = (d / "x.h5").string();
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  BOOST_CHECK_THROW(generate_file(specs, opt, &ex2), std::invalid_argument);
+  BOOST_TEST(fs::is_empty(d), "files left in " << d);
+  fs::remove_all(d);
+}
+
 // Would catch: shards that overlap or miss cases (shard I/N must partition the case list).
 BOOST_AUTO_TEST_CASE(shards_partition_the_suite) {
   const fs::path d = scratch("golden_shard");
