@@ -44,6 +44,15 @@ std::string model_dir() {
   return root + "/stories15M";
 }
 
+// Precondition for the cases that need the checkpoint: Boost reports them as skipped, with this
+// message, when it is absent.
+boost::test_tools::assertion_result model_in_cache(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(fs::exists(model_dir() + "/model.bin") &&
+                                        fs::exists(model_dir() + "/tokenizer.bin"));
+  r.message() << "stories15M not found in " << model_dir() << " (run scripts/fetch-model.sh)";
+  return r;
+}
+
 bool real_model_present() {
   bool ok = fs::exists(model_dir() + "/model.bin") && fs::exists(model_dir() + "/tokenizer.bin");
   if (!ok)
@@ -141,8 +150,7 @@ BOOST_AUTO_TEST_CASE(tokenizer_merge_rules_synthetic) {
 // an emoji that has no piece falls back to its four UTF-8 bytes; the leading space is the ▁ piece
 // 29871. Catches a missing dummy prefix, byte tokens chosen for ordinary characters (the file holds
 // both), and decode/encode asymmetry.
-BOOST_AUTO_TEST_CASE(tokenizer_real_vocabulary) {
-  if (!real_model_present()) return;
+BOOST_AUTO_TEST_CASE(tokenizer_real_vocabulary, *boost::unit_test::precondition(model_in_cache)) {
   Tokenizer t = Tokenizer::load(model_dir() + "/tokenizer.bin", 32000);
   BOOST_TEST(t.encode("Once upon a time", true) == (std::vector<int>{1, 9038, 2501, 263, 931}),
              boost::test_tools::per_element());
@@ -310,8 +318,8 @@ BOOST_AUTO_TEST_CASE(capture_tiny_gqa_model) {
 // stories15M continues "Once upon a time" greedily with ", there was a little girl named Lily."
 // (known from the llama2.c reference run). Catches any error in the forward pass large enough to
 // change an argmax: RoPE pairing, GQA mapping, norm placement, SwiGLU, classifier sharing.
-BOOST_AUTO_TEST_CASE(real_model_known_continuation) {
-  if (!real_model_present()) return;
+BOOST_AUTO_TEST_CASE(real_model_known_continuation,
+                     *boost::unit_test::precondition(model_in_cache)) {
   Checkpoint ck = load_checkpoint(model_dir() + "/model.bin");
   BOOST_TEST(ck.sha256 == "cd590644d963867a2b6e5a1107f51fad663c41d79c149fbecbbb1f95fa81f49a");
   Tokenizer tok = Tokenizer::load(model_dir() + "/tokenizer.bin", ck.cfg.vocab_size);

@@ -15,6 +15,7 @@
 
 #include "checkpoint.h"
 #include "command.h"
+#include "hdf5_util.h"
 #include "tokenizer.h"
 #include "tqref/build_info.h"
 #include "trace_file.h"
@@ -121,6 +122,7 @@ int cmd_capture(const std::vector<std::string>& args) {
   }
   try {
     auto t0 = std::chrono::steady_clock::now();
+    check_output_path(out, "--out");
     Checkpoint ck = load_checkpoint(checkpoint);
     Tokenizer tok = Tokenizer::load(tokenizer, ck.cfg.vocab_size);
     if (tokens < 0 || tokens > ck.cfg.seq_len)
@@ -175,6 +177,9 @@ int cmd_capture(const std::vector<std::string>& args) {
                  t.sequences.size(), t.sequences.size() == 1 ? "" : "s", secs);
     return kExitOk;
   } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tqref capture: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const tqref::h5::Error& e) {  // e.g. --out not writable
     std::fprintf(stderr, "tqref capture: %s\n", e.what());
     return kExitBadInput;
   }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <unistd.h>
@@ -226,6 +227,18 @@ std::vector<std::string> validate_trace(const std::string& path) {
     }
   }
   return P;
+}
+
+void check_output_path(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  const fs::path p(path), dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::error_code ec;
+  if (path.empty()) throw std::invalid_argument(option + " is empty");
+  if (!fs::is_directory(dir, ec))
+    throw std::invalid_argument(option + " " + path + ": directory " + dir.string() +
+                                " does not exist");
+  if (fs::is_directory(p, ec))
+    throw std::invalid_argument(option + " " + path + " is a directory; give a file name");
 }
 
 Trace read_trace(const std::string& path) {

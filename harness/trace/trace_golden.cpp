@@ -1,7 +1,5 @@
 #include "trace_golden.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <stdexcept>
 
 #include "checkpoint.h"
+#include "common/atomic_output.h"
 #include "golden/builders.h"
 #include "golden/case_io.h"
 #include "golden/rng.h"
@@ -314,9 +313,9 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
   prov.command_line = command_line;
   prov.suite = "real";
   prov.shard = "0/1";
-  const std::string tmp = out + ".partial-" + std::to_string(::getpid());
-  try {
-    h5::Node root = h5::Node::create_file(tmp);
+  common::AtomicOutput output(out);  // removed on error or interrupt
+  {
+    h5::Node root = h5::Node::create_file(output.temp_path());
     golden::write_provenance(root, prov);
     root.set_attr("trace_file", trace_name);
     root.set_attr("trace_sha256", sha256_hex(bytes.data(), bytes.size()));
@@ -329,14 +328,8 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
       // Marks padded cases for readers that filter them: the trace's own head_dim.
       group.set_attr("trace_head_dim", int64_t(t.meta.head_dim), c.name);
     }
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(out + ": cannot rename the finished temporary file " + tmp);
-  }
+  }  // file closed before the rename
+  output.commit();
   return cases.size();
 }
 

@@ -9,6 +9,8 @@
 
 #include "command.h"
 #include "ex2_profile_io.h"
+#include "hdf5_util.h"
+#include "trace_file.h"
 #include "trace_golden.h"
 
 namespace po = boost::program_options;
@@ -63,6 +65,7 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
                        const std::string& ex2_arch, const std::string& command) {
   using namespace tqref::cli;
   try {
+    check_output_path(out, "--out");
     TraceGoldenOptions opt;
     opt.sequences = split(tc.sequences);
     opt.layers = split_ints(tc.layers, "--trace-layers");
@@ -90,6 +93,9 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
                 tc.trace.c_str(), sec, (unsigned long long)std::filesystem::file_size(out));
     return kExitOk;
   } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s --trace: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const h5::Error& e) {  // unreadable trace datasets, unwritable --out
     std::fprintf(stderr, "%s --trace: %s\n", command.c_str(), e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {  // a model inconsistency or I/O failure: a bug or the disk
