@@ -51,6 +51,8 @@ struct Args {
   uint64_t v_block_stride, v_data_section;
   uint32_t sliding_window;
   unsigned long long* stats;     // nullptr: no statistics
+  float* out_f32;                // test hook, nullptr on the GPU: o*inv before the bf16 rounding,
+                                 // [num_seqs, num_q_heads, D] (the model's out_f32 diagnostic)
 };
 
 // Shared memory of one CTA (one instance serves every HT; indices j*HT + h).
@@ -442,7 +444,12 @@ TQF_UNROLL
       uint16_t* out = a.output + (static_cast<uint64_t>(seq) * a.num_q_heads + qh0 + h) * a.head_dim +
                       lane * VEC;
 TQF_UNROLL
-      for (uint32_t i = 0; i < VEC; ++i) Ops::store_u16(out + i, Ops::to_bf16(Ops::mul(oh[i], inv)));
+      for (uint32_t i = 0; i < VEC; ++i) {
+        const float y = Ops::mul(oh[i], inv);
+        Ops::store_u16(out + i, Ops::to_bf16(y));
+        if (a.out_f32 != nullptr)
+          a.out_f32[(static_cast<uint64_t>(seq) * a.num_q_heads + qh0 + h) * a.head_dim + lane * VEC + i] = y;
+      }
     }
   }
 }

@@ -38,7 +38,7 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
                          reinterpret_cast<uint16_t*>(output), block_tables, seq_lens,            \
                          max_blocks_per_seq, num_q_heads, num_kv_heads, head_dim, block_size,     \
                          inv_sqrt_d, q_stride, v_block_stride_bytes, v_data_section_bytes,        \
-                         sliding_window, STATS}
+                         sliding_window, STATS, nullptr}
 
 #define TQREF_DEFINE_GQA_DECODER(NAME, FMT)                                                      \
   extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
