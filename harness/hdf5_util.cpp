@@ -314,6 +314,8 @@ std::string Node::attr_string(const std::string& name, const std::string& obj) c
     char* s = nullptr;
     Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mt.get(), H5T_VARIABLE);
+    // Same character set as the file (h5py writes UTF-8): HDF5 does not convert ASCII <-> UTF-8.
+    H5Tset_cset(mt.get(), H5Tget_cset(type.get()));
     if (H5Aread(a.get(), mt.get(), &s) < 0)
       throw Error(where(obj) + ": cannot read attribute '" + name + "'");
     std::string r = s ? s : "";

@@ -80,6 +80,9 @@ std::map<std::string, Setter> setters(const std::string& file) {
   return m;
 }
 
+// The sweep's specs; *key_at names the key being read (for errors yaml-cpp raises).
+std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, std::string* key_at);
+
 }  // namespace
 
 std::vector<CaseSpec> config_specs(const std::string& text, const std::string& file) {
@@ -90,12 +93,27 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
     throw std::invalid_argument(file + ": not valid YAML: " + e.what());
   }
   if (!root.IsMap()) throw std::invalid_argument(file + ": expected a mapping of key: [values]");
+  // A key or value of the wrong YAML kind (a map where a scalar belongs, found by fuzzing) makes
+  // yaml-cpp throw from as<>(); it is reported as bad input naming the key, not as a crash.
+  std::string key_at = "(a key)";
+  try {
+    return specs_of(root, file, &key_at);
+  } catch (const YAML::Exception& e) {
+    bad(file, key_at, "not a scalar or a list of scalars (" + e.msg + ")");
+  }
+}
+
+namespace {
+
+std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, std::string* key_at) {
   const auto set = setters(file);
   // keys in file order, each with its list of values
   std::vector<std::pair<std::string, std::vector<YAML::Node>>> axes;
   std::vector<CaseKind> kinds = {CaseKind::writer, CaseKind::decode};
   for (const auto& kv : root) {
+    *key_at = "(a key)";
     const std::string key = kv.first.as<std::string>();
+    *key_at = key;
     std::vector<YAML::Node> values;
     // seq_lens: a list of lists; a flat list is one value
     const bool nested = key == "seq_lens" && kv.second.IsSequence() && kv.second.size() > 0 &&
@@ -149,7 +167,10 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
       s.kind = kind;
       if (kind == CaseKind::writer) s.num_tokens = 37;
       else s.seq_lens = {0, 1, 37};
-      for (size_t i = 0; i < used.size(); ++i) set.at(used[i]->first)(s, used[i]->second[idx[i]]);
+      for (size_t i = 0; i < used.size(); ++i) {
+        *key_at = used[i]->first;
+        set.at(used[i]->first)(s, used[i]->second[idx[i]]);
+      }
       // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is built.
       if (const std::string why = common::check_spec(s); !why.empty())
         throw std::invalid_argument(file + ": sweep point " + std::to_string(out.size()) + " (" +
@@ -162,5 +183,7 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace tqref::golden

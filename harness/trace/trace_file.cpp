@@ -169,7 +169,9 @@ std::vector<std::string> validate_trace(const std::string& path) {
 
   std::optional<h5::Node> seqs;
   if (!guard(P, [&] { seqs.emplace(f.group("sequences")); })) return P;
-  std::vector<std::string> names = seqs->children();
+  // Listing can fail on a damaged file (found by fuzzing): a problem, never an exception.
+  std::vector<std::string> names;
+  if (!guard(P, [&] { names = seqs->children(); })) return P;
   if (names.empty()) P.push_back(seqs->where() + ": no sequences");
   for (const std::string& name : names) {
     std::optional<h5::Node> g;
@@ -182,17 +184,21 @@ std::vector<std::string> validate_trace(const std::string& path) {
                                  "; allowed 1.." + std::to_string(kMaxTokens));
     });
     if (!t_ok) continue;
-    if (g->has_attr("prompt_tokens"))
-      guard(P, [&] {
-        int64_t p = g->attr_int("prompt_tokens");
-        if (p < 0 || p > T)
-          throw std::runtime_error(g->where() + ": attribute 'prompt_tokens' = " +
-                                   std::to_string(p) + "; allowed 0..num_tokens (" +
-                                   std::to_string(T) + ")");
-      });
+    guard(P, [&] {
+      if (!g->has_attr("prompt_tokens")) return;
+      int64_t p = g->attr_int("prompt_tokens");
+      if (p < 0 || p > T)
+        throw std::runtime_error(g->where() + ": attribute 'prompt_tokens' = " +
+                                 std::to_string(p) + "; allowed 0..num_tokens (" +
+                                 std::to_string(T) + ")");
+    });
     for (const char* a : kSeqOptional)
-      if (g->has_attr(a)) guard(P, [&] { g->attr_string(a); });
-    for (const std::string& child : g->children()) {
+      guard(P, [&] {
+        if (g->has_attr(a)) g->attr_string(a);
+      });
+    std::vector<std::string> kids;
+    guard(P, [&] { kids = g->children(); });
+    for (const std::string& child : kids) {
       bool known = child == "token_ids";
       for (int64_t l = 0; l < L && !known; ++l) known = child == layer_name(int(l));
       if (!known)
