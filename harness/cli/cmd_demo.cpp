@@ -36,7 +36,8 @@ double lloyd_max_distortion(uint32_t levels) {
   return levels == 4 ? 0.117482 : levels == 8 ? 0.034548 : 0.009501;
 }
 
-void run_format(const FormatTraits& t, const Options& o, const std::vector<uint16_t>& value,
+// Returns false when the K pool does not hold the input bits.
+bool run_format(const FormatTraits& t, const Options& o, const std::vector<uint16_t>& value,
                 const std::vector<uint16_t>& key, const std::vector<int64_t>& slots) {
   const uint32_t n = o.heads * o.head_dim;
   const uint32_t blocks = (o.tokens + o.block_size - 1) / o.block_size;
@@ -87,6 +88,7 @@ void run_format(const FormatTraits& t, const Options& o, const std::vector<uint1
               (unsigned long long)saturated, elems / secs / 1e6);
   if (k_bad) std::printf("  K pool: %llu values differ from the input (the copy is broken)\n",
                          (unsigned long long)k_bad);
+  return k_bad == 0;
 }
 
 int cmd_demo(const std::vector<std::string>& args) {
@@ -147,8 +149,9 @@ int cmd_demo(const std::vector<std::string>& args) {
               o.tokens, o.heads, o.head_dim, o.block_size, o.seed, omp_get_max_threads());
   std::printf("%-8s %10s %12s %10s %10s %9s %8s %8s %9s\n", "format", "rel. L2", "MSE/var",
               "Lloyd-Max", "max |err|", "SNR dB", "s zero", "s sat.", "M elem/s");
-  for (const auto& t : kFormats) run_format(t, o, value, key, slots);
-  return kExitOk;
+  bool k_ok = true;
+  for (const auto& t : kFormats) k_ok = run_format(t, o, value, key, slots) && k_ok;
+  return k_ok ? kExitOk : kExitMismatch;
 }
 
 }  // namespace
