@@ -391,6 +391,7 @@ ConformResult synthetic() {
   n.tag = "m03-gb10.sm_121.cubin";
   n.inspection.targets = {{false, 121, "", false}};
   n.inspection.entries = {kD4};
+  n.inspection.complete = true;
   n.load_error = "cuModuleLoadDataEx: CUDA_ERROR_NO_BINARY_FOR_GPU";
   n.load_explanation = load_mismatch(n.inspection, 90);
   r.modules = {w, d, n};
@@ -457,11 +458,26 @@ BOOST_AUTO_TEST_CASE(exit_codes) {
   BOOST_TEST(exit_code(r) == 3);
   BOOST_TEST(verdict_line(r).find(kD4 + " of module mods/decode.ptx was given no case") != std::string::npos);
   r.modules[1].found.erase(kD4);
+  // A module with none of the six kernels (another kernel of the engine) is not judged ...
   r.modules[1].found.clear();
   r.modules[1].suites.clear();
-  BOOST_TEST(exit_code(r) == 3);  // a module with none of the six kernels
+  BOOST_TEST(exit_code(r) == 0);
+  // ... nor is one that cannot load when its file shows no contract kernel; it counts when the
+  // file holds one, or when the pre-check could not read every image.
+  ModuleResult other = synthetic().modules[2];
+  other.inspection.entries = {"some_other_kernel"};
+  other.inspection.complete = true;
+  r.modules.push_back(other);
+  BOOST_TEST(exit_code(r) == 0);
+  r.modules.back().inspection.complete = false;
+  BOOST_TEST(exit_code(r) == 3);
+  r.modules.pop_back();
+  r.modules[0].found.clear();
+  r.modules[0].suites.clear();
+  BOOST_TEST(exit_code(r) == 3);  // nothing checked at all
+  BOOST_TEST(verdict_line(r).find("nothing was checked") != std::string::npos);
   r.modules.clear();
-  BOOST_TEST(exit_code(r) == 3);  // nothing checked
+  BOOST_TEST(exit_code(r) == 3);
 }
 
 // Would catch: the module facts recorded without a GPU being wrong (sha256 against the FIPS 180-4

@@ -143,6 +143,7 @@ int run(const Args& a, const std::string& command_line) {
   res.tqref_version = kVersion;
   res.git_commit = kGitCommit;
   res.threshold = a.threshold;
+  res.topt = a.topt;
   std::vector<ModuleFile> files;
   std::map<std::string, uint32_t> hdims;
   std::vector<std::string> suite_items;

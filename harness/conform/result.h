@@ -50,6 +50,7 @@ struct ConformResult {
   std::string arch;             // "sm_90"
   std::string ex2_profile_id, ex2_profile_path, ex2_note;  // id "" = no profile: decoders at T
   float threshold = 0;
+  golden::LevelTOptions topt;  // level T options the run used
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;
@@ -66,11 +67,16 @@ struct KernelTotals {
 };
 std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m);
 
+// False only when the pre-check read every image of the file and found none of the six kernels.
+bool may_hold_contract_kernels(const ModuleInspection& i);
+
 // Exit code of the run (harness/cli/command.h, docs/cli.md), first match wins:
 //   6 kExitGpuFault   a launch faulted the GPU
 //   1 kExitMismatch   a case failed (any level)
-//   3 kExitBadInput   a module could not be loaded, holds none of the six kernels, or a kernel it
-//                     holds was given no case (nothing to claim), or no module was checked
+//   3 kExitBadInput   a module that may hold contract kernels could not be loaded, a kernel found
+//                     was given no case (nothing to claim), or no module holds any of the six
+//                     (modules without contract kernels, e.g. the engine's other kernels in the
+//                     same directory, are listed in the report and otherwise ignored)
 //   0 kExitOk         every kernel found passed every case it was given
 int exit_code(const ConformResult& r);
 // One line: "PASS: ..." / "FAIL: ...", with the reason for a non-zero code.
