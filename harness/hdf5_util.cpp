@@ -99,7 +99,7 @@ Node Node::open_file(const std::string& path) {
   htri_t is = H5Fis_hdf5(path.c_str());
   if (is <= 0) throw Error(path + ": not a readable HDF5 file (missing, truncated or corrupt)");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open HDF5 file");
+  if (f < 0) throw Error(path + ": cannot open HDF5 file (truncated or corrupt metadata)");
   return Node(path, "/", Handle(f, H5Fclose));
 }
 

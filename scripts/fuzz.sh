@@ -15,7 +15,8 @@ TARGETS=("$@")
 BUILD=${TQREF_FUZZ_BUILD:-build/fuzz}
 
 for tool in clang-14 clang++-14; do
-  command -v "$tool" >/dev/null || { echo "fuzz: $tool missing (bash scripts/setup.sh --fuzz)" >&2; exit 2; }
+  command -v "$tool" >/dev/null ||
+    { echo "fuzz: $tool missing (apt-get install clang-14 libclang-rt-14-dev libomp-14-dev)" >&2; exit 2; }
 done
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTQREF_FUZZ=ON \
   -DTQREF_ENABLE_CUDA=OFF -DTQREF_BUILD_BENCHMARKS=OFF >"$BUILD.configure.log" 2>&1 ||

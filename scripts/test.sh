@@ -18,3 +18,10 @@ echo "test: preset $PRESET"
 cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
 ctest --preset "$PRESET"
+
+# Bounded fuzzing (docs/reliability.md), opt-in: TQREF_FUZZ_SECONDS=N runs each libFuzzer target for
+# N seconds after building a separate clang tree (minutes on 2 cores). Fixed findings are replayed by
+# test_reliability in every ctest run above.
+if [[ "${TQREF_FUZZ_SECONDS:-0}" != 0 ]]; then
+  bash scripts/fuzz.sh "$TQREF_FUZZ_SECONDS"
+fi

@@ -91,6 +91,16 @@ int cmd_inspect(const std::vector<std::string>& args) {
   try {
     h5::Node root = h5::Node::open_file(file);
     const Provenance p = read_provenance(root);
+    h5::Node cases = root.group("cases");
+    if (!only.empty() && !cases.has(only)) {
+      std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), only.c_str());
+      return kExitBadInput;
+    }
+    // Every case is read and checked before anything is printed: a bad file gives one message
+    // (docs/reliability.md), not a partial listing followed by an error.
+    std::vector<GoldenCase> all;
+    for (const auto& n : only.empty() ? cases.children() : std::vector<std::string>{only})
+      all.push_back(read_case(cases, n, false));
     std::printf("%s\n  schema_version %lld  tqref %s  commit %s\n  suite %s  shard %s  seed %llu\n"
                 "  rng: %s\n  threshold %.9g  ex2 profile %s\n  command: %s\n",
                 file.c_str(), (long long)p.schema_version, p.tqref_version.c_str(),
@@ -98,18 +108,12 @@ int cmd_inspect(const std::vector<std::string>& args) {
                 p.rng.c_str(), p.threshold, p.ex2_profile_id.empty() ? "(none)" : p.ex2_profile_id.c_str(),
                 p.command_line.c_str());
     if (!p.reproducer_of.empty()) std::printf("  reproducer of %s\n", p.reproducer_of.c_str());
-    h5::Node cases = root.group("cases");
     if (!only.empty()) {
-      if (!cases.has(only)) {
-        std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), only.c_str());
-        return kExitBadInput;
-      }
-      summary(read_case(cases, only, false), true);
+      summary(all[0], true);
       return kExitOk;
     }
-    const auto names = cases.children();
-    std::printf("  %zu cases\n\n", names.size());
-    for (const auto& n : names) summary(read_case(cases, n, false), false);
+    std::printf("  %zu cases\n\n", all.size());
+    for (const auto& c : all) summary(c, false);
     return kExitOk;
   } catch (const BadCase& e) {
     std::fprintf(stderr, "tqref inspect: %s\n", e.what());

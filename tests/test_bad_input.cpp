@@ -1,0 +1,394 @@
+// Bad input against the real `tqref` binary (docs/reliability.md): each class of defect in a
+// golden file, a sweep file or the command line must give one clear message naming the file,
+// object or parameter and the allowed range, the documented exit code (harness/cli/command.h),
+// and no output file. An interrupted generate must leave neither its output nor a temporary.
+#define BOOST_TEST_MODULE bad_input
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "bad_input_files.h"
+
+namespace fs = std::filesystem;
+using namespace tqref::badfiles;
+
+namespace {
+
+// Exit codes of harness/cli/command.h (kept literal: the test checks the documented numbers).
+constexpr int kUsage = 2, kBadInput = 3, kInterrupted = 130;
+
+struct Run {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs `tqref ARGS` (a shell word list) in `dir`, capturing both streams.
+Run run_cli(const std::string& args, const fs::path& dir) {
+  const fs::path log = dir / "cli.log";
+  const std::string cmd = "cd '" + dir.string() + "' && '" TQREF_CLI "' " + args + " > '" + log.string() + "' 2>&1";
+  Run r;
+  const int st = std::system(cmd.c_str());
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  fs::remove(log);
+  return r;
+}
+
+// No file left in `dir` except those in `keep` (the inputs): outputs and temporaries are gone.
+std::vector<std::string> leftovers(const fs::path& dir, const std::vector<std::string>& keep) {
+  std::vector<std::string> extra;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).string();
+    bool kept = false;
+    for (const auto& k : keep) kept |= rel == k || rel.rfind(k + "/", 0) == 0;
+    if (!kept) extra.push_back(rel);
+  }
+  return extra;
+}
+
+// A small valid golden file: one writer case and one linked writer + decode pair (turbo3v,
+// HDIM 128, 2 kv heads, GQA 2, block size 4, lengths 0, 3, 9), made once per test run.
+struct Fixture {
+  fs::path root;
+  fs::path valid;
+  CaseNames names;
+  Fixture() {
+    root = fs::temp_directory_path() / ("tqref_bad_input_" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    std::ofstream(root / "tiny.yaml") << "kind: [writer, decode]\nformat: turbo3v\nhead_dim: 128\n"
+                                         "num_kv_heads: 2\nq_per_kv: 2\nblock_size: 4\nnum_tokens: 5\n"
+                                         "seq_lens: [[0, 3, 9]]\nspare_table_entries: 2\n";
+    const Run r = run_cli("generate --config tiny.yaml --out valid.h5 --threads 1", root);
+    BOOST_TEST_REQUIRE(r.code == 0, r.output);
+    valid = root / "valid.h5";
+    names = find_cases(valid.string());
+    BOOST_TEST_REQUIRE(!names.writer.empty());
+    BOOST_TEST_REQUIRE(!names.decode.empty());
+  }
+  ~Fixture() { fs::remove_all(root); }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+// One class of bad golden file: how to damage a copy, and what `tqref check` must say.
+struct BadFile {
+  std::string name;
+  std::function<void(const fs::path& file, const CaseNames& n)> damage;
+  std::vector<std::string> says;  // substrings of the message (besides the file name)
+};
+
+// `tqref check` (with every output option) and `tqref inspect` on the damaged copy: exit 3,
+// the file name and each expected substring in the output, and nothing written.
+void expect_refused(const BadFile& b) {
+  BOOST_TEST_CONTEXT("bad file class '" << b.name << "'") {
+    const fs::path dir = fixture().root / ("case_" + b.name);
+    fs::create_directories(dir);
+    const fs::path bad = dir / "bad.h5";
+    fs::copy_file(fixture().valid, bad);
+    b.damage(bad, fixture().names);
+    for (const std::string cmd : {"check bad.h5 --backend model --report r.json --junit r.xml --reproducer-dir repro",
+                                  "inspect bad.h5"}) {
+      const Run r = run_cli(cmd, dir);
+      BOOST_TEST(r.code == kBadInput, cmd << " exited " << r.code << ":\n" << r.output);
+      BOOST_TEST(r.output.find("bad.h5") != std::string::npos, r.output);
+      for (const auto& s : b.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
+      // One message, not a stack of library errors: at most a few lines on a refusal.
+      BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= 3, r.output);
+      const auto extra = leftovers(dir, {"bad.h5"});
+      BOOST_TEST(extra.empty(), cmd << " left " << (extra.empty() ? "" : extra[0]));
+    }
+    fs::remove_all(dir);
+  }
+}
+
+std::string in(const std::string& c, const std::string& rel) { return c + "/" + rel; }
+
+}  // namespace
+
+// Would catch: a corrupt, truncated, foreign or missing file reaching HDF5 calls that crash,
+// print HDF5's error stack, or exit with an undocumented code.
+BOOST_AUTO_TEST_CASE(damaged_files_are_refused_with_exit_3) {
+  const std::vector<BadFile> classes = {
+      {"empty_file", [](const fs::path& f, const CaseNames&) { std::ofstream(f, std::ios::trunc); },
+       {"not a readable HDF5 file"}},
+      {"truncated_half", [](const fs::path& f, const CaseNames&) { truncate_copy(fixture().valid, f, 0.5); }, {}},
+      {"truncated_superblock", [](const fs::path& f, const CaseNames&) { truncate_copy(fixture().valid, f, 0.001); },
+       {"cannot open HDF5 file (truncated or corrupt"}},
+      {"flipped_signature", [](const fs::path& f, const CaseNames&) { flip_bytes(f, 0, 8); },
+       {"not a readable HDF5 file"}},
+      {"flipped_superblock_addresses", [](const fs::path& f, const CaseNames&) { flip_bytes(f, 24, 16); }, {}},
+      {"not_hdf5_text", [](const fs::path& f, const CaseNames&) { std::ofstream(f, std::ios::trunc) << "kind: writer\n"; },
+       {"not a readable HDF5 file"}},
+  };
+  for (const auto& b : classes) expect_refused(b);
+}
+
+// Would catch: a reader that trusts the schema (missing or mistyped attributes, groups,
+// datasets; wrong schema version) and fails later with a confusing or no message.
+BOOST_AUTO_TEST_CASE(schema_defects_are_refused_with_exit_3) {
+  const std::vector<BadFile> classes = {
+      {"schema_version_2", [](const fs::path& f, const CaseNames&) { set_int_attr(f, "/", "schema_version", 2); },
+       {"schema_version = 2", "schema version 1"}},
+      {"schema_version_missing", [](const fs::path& f, const CaseNames&) { delete_attr(f, "/", "schema_version"); },
+       {"schema_version", "missing"}},
+      {"schema_version_string", [](const fs::path& f, const CaseNames&) { set_string_attr(f, "/", "schema_version", "1"); },
+       {"schema_version", "not an integer"}},
+      {"cases_group_missing", [](const fs::path& f, const CaseNames&) { delete_link(f, "/cases"); },
+       {"/cases", "missing"}},
+      {"kind_unknown", [](const fs::path& f, const CaseNames& n) { set_string_attr(f, n.writer, "kind", "encoder"); },
+       {"kind = 'encoder'", "allowed: writer, decode"}},
+      {"format_unknown", [](const fs::path& f, const CaseNames& n) { set_string_attr(f, n.writer, "format", "turbo5v"); },
+       {"format = 'turbo5v'", "allowed: turbo2v, turbo3v, turbo4v"}},
+      {"kernel_mismatch", [](const fs::path& f, const CaseNames& n) {
+         set_string_attr(f, n.decode, "kernel", "paged_decode_attn_bf16k_turbo4v"); },
+       {"kernel = 'paged_decode_attn_bf16k_turbo4v'", "does not match"}},
+      {"head_dim_attr_missing", [](const fs::path& f, const CaseNames& n) { delete_attr(f, n.writer, "head_dim"); },
+       {"head_dim", "missing"}},
+      {"head_dim_attr_float", [](const fs::path& f, const CaseNames& n) { set_double_attr(f, n.writer, "head_dim", 128.0); },
+       {"head_dim", "not an integer"}},
+      {"key_dataset_missing", [](const fs::path& f, const CaseNames& n) { delete_link(f, in(n.writer, "inputs/key")); },
+       {"inputs/key", "missing"}},
+      {"expected_group_missing", [](const fs::path& f, const CaseNames& n) { delete_link(f, in(n.decode, "expected")); },
+       {"expected", "missing"}},
+      {"key_dtype_float32", [](const fs::path& f, const CaseNames& n) {
+         rewrite_dataset<float>(f, in(n.writer, "inputs/key"), std::vector<float>(5 * 256), {5, 256}); },
+       {"inputs/key", "wrong dtype; expected uint16"}},
+      {"block_tables_dtype_int64", [](const fs::path& f, const CaseNames& n) {
+         rewrite_dataset<int64_t>(f, in(n.decode, "inputs/block_tables"), std::vector<int64_t>(3 * 5), {3, 5}); },
+       {"inputs/block_tables", "wrong dtype; expected int32"}},
+      {"slot_mapping_signed_as_unsigned", [](const fs::path& f, const CaseNames& n) {
+         rewrite_dataset<uint64_t>(f, in(n.writer, "inputs/slot_mapping"), std::vector<uint64_t>(5), {5}); },
+       {"inputs/slot_mapping", "wrong dtype; expected int64"}},
+      {"key_shape_short", [](const fs::path& f, const CaseNames& n) {
+         rewrite_dataset<uint16_t>(f, in(n.writer, "inputs/key"), std::vector<uint16_t>(4 * 256), {4, 256}); },
+       {"inputs/key", "shape [4, 256]; expected [5, 256]"}},
+      {"v_cache_rank_wrong", [](const fs::path& f, const CaseNames& n) {
+         rewrite_dataset<uint8_t>(f, in(n.writer, "expected/v_cache"), std::vector<uint8_t>(16), {16}); },
+       {"expected/v_cache", "shape [16]; expected"}},
+      {"skip_offsets_not_monotonic", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<uint64_t>(f, in(n.decode, "diagnostics/skip_offsets"), [](auto& v) { v[1] = v.back(); }); },
+       {"diagnostics/skip_offsets[1]", "allowed:"}},
+  };
+  for (const auto& b : classes) expect_refused(b);
+}
+
+// Would catch: SPEC violations (section 3-5 ranges) and launches that would read or write
+// outside their buffers, reaching a backend instead of being refused up front.
+BOOST_AUTO_TEST_CASE(parameters_outside_spec_are_refused_with_exit_3) {
+  const std::vector<BadFile> classes = {
+      {"head_dim_not_multiple_of_16", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "head_dim", 120); },
+       {"head_dim = 120", "multiple of 16"}},
+      {"head_dim_not_hdim", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.decode, "head_dim", 64); },
+       {"head_dim = 64", "equal to hdim = 128"}},
+      {"hdim_not_a_build", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.decode, "hdim", 192); },
+       {"hdim = 192", "128, 256"}},
+      {"q_heads_not_multiple_of_kv_heads", [](const fs::path& f, const CaseNames& n) {
+         set_int_attr(f, n.decode, "num_q_heads", 3); },
+       {"num_q_heads = 3", "multiple of num_kv_heads = 2"}},
+      {"block_size_0", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "block_size", 0); },
+       {"block_size = 0", "allowed: 1 .."}},
+      {"num_blocks_0", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.decode, "num_blocks", 0); },
+       {"num_blocks = 0", "allowed: 1 .."}},
+      {"num_seqs_above_grid_y", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.decode, "num_seqs", 70000); },
+       {"num_seqs = 70000", "allowed: 1 .. 65535"}},
+      {"key_stride_shorter_than_row", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "key_stride", 128); },
+       {"key_stride = 128", "allowed: >= num_kv_heads*head_dim = 256"}},
+      {"key_stride_not_multiple_of_4", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "key_stride", 258); },
+       {"key_stride = 258", "multiple of 4"}},
+      {"value_stride_shorter_than_row", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "value_stride", 255); },
+       {"value_stride = 255", ">= num_kv_heads*head_dim = 256"}},
+      {"q_stride_shorter_than_row", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.decode, "q_stride", 500); },
+       {"q_stride = 500", ">= num_q_heads*head_dim = 512"}},
+      {"v_data_section_shorter_than_codes", [](const fs::path& f, const CaseNames& n) {
+         set_int_attr(f, n.writer, "v_data_section_bytes", 100); },
+       {"v_data_section_bytes = 100", "allowed: >= block_size*n*b/8 = 384"}},
+      {"v_block_stride_shorter_than_sections", [](const fs::path& f, const CaseNames& n) {
+         set_int_attr(f, n.decode, "v_block_stride_bytes", 390); },
+       {"v_block_stride_bytes = 390", "allowed: >= v_data_section_bytes + block_size*n/16"}},
+      {"slot_beyond_pool", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int64_t>(f, in(n.writer, "inputs/slot_mapping"), [](auto& v) { v[0] = 1000000; }); },
+       {"slot_mapping[0] = 1000000", "allowed: -1 (padding) or 0 .. num_blocks*block_size-1"}},
+      {"slot_repeated", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int64_t>(f, in(n.writer, "inputs/slot_mapping"), [](auto& v) {
+           for (auto& s : v) if (s >= 0) s = 3; }); },
+       {"repeats an earlier token's slot"}},
+      {"block_table_entry_in_use_beyond_pool", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int32_t>(f, in(n.decode, "inputs/block_tables"), [](auto& v) { v[5] = 999; }); },
+       {"block_tables[1][0] = 999 (in use", "allowed: 0 .. num_blocks-1"}},
+      {"block_table_entry_negative", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int32_t>(f, in(n.decode, "inputs/block_tables"), [](auto& v) { v[10] = -7; }); },
+       {"block_tables[2][0] = -7"}},
+      {"seq_len_beyond_table_capacity", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int32_t>(f, in(n.decode, "inputs/seq_lens"), [](auto& v) { v[2] = 21; }); },
+       {"seq_lens[2] = 21", "allowed: 0 .. max_blocks_per_seq*block_size = 20"}},
+      {"seq_len_negative", [](const fs::path& f, const CaseNames& n) {
+         edit_dataset<int32_t>(f, in(n.decode, "inputs/seq_lens"), [](auto& v) { v[0] = -1; }); },
+       {"seq_lens[0] = -1"}},
+  };
+  for (const auto& b : classes) expect_refused(b);
+}
+
+// Would catch: a checker that refuses what SPEC allows. Block-table entries past a sequence's
+// last block are never read (SPEC section 7: "unused entries holding out-of-range values").
+BOOST_AUTO_TEST_CASE(unused_out_of_range_table_entries_are_accepted) {
+  const fs::path dir = fixture().root / "unused_entries";
+  fs::create_directories(dir);
+  fs::copy_file(fixture().valid, dir / "ok.h5");
+  // Sequence 1 (L = 3) uses entry 0 only; entries 1..4 may hold anything.
+  edit_dataset<int32_t>(dir / "ok.h5", in(fixture().names.decode, "inputs/block_tables"),
+                        [](auto& v) { v[6] = 1 << 30; v[9] = -5; });
+  const Run r = run_cli("check ok.h5 --backend model", dir);
+  BOOST_TEST(r.code == 0, r.output);
+  fs::remove_all(dir);
+}
+
+// Would catch: command-line values outside their ranges accepted (or crashing), and their exit
+// code differing from kExitUsage; sweep files with bad keys or SPEC violations reaching the
+// builders; outputs created although the command refused to run.
+BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
+  const fs::path dir = fixture().root / "cli";
+  fs::create_directories(dir);
+  fs::copy_file(fixture().valid, dir / "ok.h5");
+  auto yaml = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  yaml("bad_syntax.yaml", "format: [turbo3v\n");
+  yaml("unknown_key.yaml", "fromat: turbo3v\n");
+  yaml("head_dim_100.yaml", "kind: writer\nhead_dim: 100\n");
+  yaml("block_size_0.yaml", "kind: writer\nblock_size: 0\n");
+  yaml("decode_head_dim_64.yaml", "kind: decode\nhead_dim: 64\n");
+  yaml("huge_tokens.yaml", "kind: writer\nnum_tokens: 4000000000\n");
+  yaml("negative.yaml", "kind: writer\nnum_kv_heads: -2\n");
+  yaml("explosion.yaml", "kind: writer\nkey_pad: [0,4,8,12,16,20,24,28,32,36]\nvalue_pad: [0,1,2,3,4,5,6,7,8,9]\n"
+                          "v_data_pad: [0,1,2,3,4,5,6,7,8,9]\nv_block_pad: [0,1,2,3,4,5,6,7,8,9]\n"
+                          "spare_blocks: [0,1,2,3,4,5,6,7,8,9]\npadding_tokens: [0,1,2,3,4,5,6,7,8,9]\n");
+  yaml("key_not_scalar.yaml", "? [a, b]\n: 1\n");
+  struct Cli {
+    std::string args;
+    int code;
+    std::vector<std::string> says;
+    long max_lines = 4;  // one message (usage listings and validators' problem lists are longer)
+  };
+  const std::vector<Cli> cases = {
+      {"nosuchcommand", kUsage, {"unknown command 'nosuchcommand'", "usage: tqref"}, 40},
+      {"check", kUsage, {"give the golden FILE"}},
+      {"check ok.h5 --level X", kUsage, {"--level X", "allowed: exact (W/D) or T"}},
+      {"check ok.h5 --kind encoder", kUsage, {"--kind encoder", "allowed: writer, decode"}},
+      {"check ok.h5 --inject melt", kUsage, {"--inject melt", "allowed: none"}},
+      {"check ok.h5 --show many", kUsage, {"show"}},
+      {"check ok.h5 --bogus", kUsage, {"bogus"}},
+      {"check ok.h5 --case nosuch", kBadInput, {"no case 'nosuch'"}},
+      {"check missing.h5", kBadInput, {"missing.h5", "not a readable HDF5 file"}},
+      {"check ok.h5 --report nodir/r.json", kUsage, {"--report nodir/r.json", "directory"}},
+      {"inspect missing.h5", kBadInput, {"missing.h5"}},
+      {"generate --suite nosuch --out o.h5", kUsage, {"unknown suite 'nosuch'", "smoke, standard, stress"}},
+      {"generate --suite smoke", kUsage, {"--out"}},
+      {"generate --suite smoke --config x.yaml --out o.h5", kUsage, {"exactly one of --suite, --config"}},
+      {"generate --suite smoke --out o.h5 --shard 3/2", kUsage, {"--shard 3/2", "0 <= I < N"}},
+      {"generate --suite smoke --out o.h5 --seed 9223372036854775808", kUsage, {"--seed", "2^63-1"}},
+      {"generate --suite smoke --out o.h5 --threads 0", kUsage, {"--threads 0", "allowed: 1 .."}},
+      {"generate --suite smoke --out nodir/o.h5", kUsage, {"--out nodir/o.h5", "directory"}},
+      {"generate --config missing.yaml --out o.h5", kBadInput, {"missing.yaml"}},
+      {"generate --config bad_syntax.yaml --out o.h5", kBadInput, {"bad_syntax.yaml", "not valid YAML"}},
+      {"generate --config unknown_key.yaml --out o.h5", kBadInput, {"unknown_key.yaml", "'fromat'", "unknown key"}},
+      {"generate --config head_dim_100.yaml --out o.h5", kBadInput, {"head_dim_100.yaml", "head_dim = 100", "multiple of 16"}},
+      {"generate --config block_size_0.yaml --out o.h5", kBadInput, {"block_size = 0", "allowed: 1 .. 4096"}},
+      {"generate --config decode_head_dim_64.yaml --out o.h5", kBadInput, {"head_dim = 64", "128, 256"}},
+      {"generate --config huge_tokens.yaml --out o.h5", kBadInput, {"num_tokens = 4000000000"}},
+      {"generate --config negative.yaml --out o.h5", kBadInput, {"num_kv_heads", "-2"}},
+      {"generate --config explosion.yaml --out o.h5", kBadInput, {"explosion.yaml", "1000000 points", "allowed: <= 100000"}},
+      {"generate --config key_not_scalar.yaml --out o.h5", kBadInput, {"key_not_scalar.yaml"}},
+      {"trace-validate ok.h5", kBadInput, {"ok.h5", "tqref.trace", "attribute 'schema' missing"}, 12},
+      {"study --threads -3", kUsage, {"--threads -3"}},
+      {"study --out nodir/x.h5 --only theory --quick", kUsage, {"--out nodir/x.h5", "directory"}},
+  };
+  for (const Cli& c : cases) {
+    BOOST_TEST_CONTEXT("tqref " << c.args) {
+      const Run r = run_cli(c.args, dir);
+      BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
+      for (const auto& s : c.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
+      BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= c.max_lines, r.output);
+      std::vector<std::string> keep = {"ok.h5"};
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".yaml") keep.push_back(e.path().filename().string());
+      const auto extra = leftovers(dir, keep);
+      BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Starts `tqref ARGS...` in `dir` with stderr to `err`; returns the child's pid.
+pid_t spawn(const fs::path& dir, const std::vector<std::string>& args, const fs::path& err) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    FILE* e = std::freopen(err.c_str(), "w", stderr);
+    FILE* o = std::freopen("/dev/null", "w", stdout);
+    (void)e;
+    (void)o;
+    std::vector<char*> argv{const_cast<char*>(TQREF_CLI)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(TQREF_CLI, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool has_partial(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// Would catch: an interrupt that leaves a half-written golden file or its temporary behind, or
+// exits with a status other than the documented 130 (kExitInterrupted).
+BOOST_AUTO_TEST_CASE(sigterm_and_sigint_leave_no_partial_output) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    BOOST_TEST_CONTEXT("signal " << sig) {
+      const fs::path dir = fixture().root / ("signal_" + std::to_string(sig));
+      fs::create_directories(dir);
+      const pid_t pid = spawn(dir, {"generate", "--suite", "standard", "--out", "std.h5", "--threads", "2"},
+                              dir / "err.txt");
+      BOOST_TEST_REQUIRE(pid > 0);
+      // Wait until the temporary exists (the run is mid-write), then a little longer.
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!has_partial(dir) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      BOOST_TEST_REQUIRE(has_partial(dir), "generate never created its temporary");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      BOOST_TEST_REQUIRE(kill(pid, sig) == 0);
+      int st = 0;
+      BOOST_TEST_REQUIRE(waitpid(pid, &st, 0) == pid);
+      BOOST_TEST(WIFEXITED(st));
+      BOOST_TEST(WEXITSTATUS(st) == kInterrupted);
+      std::ifstream e(dir / "err.txt");
+      std::stringstream ss;
+      ss << e.rdbuf();
+      BOOST_TEST(ss.str().find(sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)") != std::string::npos,
+                 ss.str());
+      const auto extra = leftovers(dir, {"err.txt"});
+      BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+      fs::remove_all(dir);
+    }
+  }
+}

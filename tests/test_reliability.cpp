@@ -1,0 +1,178 @@
+// Reliability helpers (harness/common) and reproducibility (docs/reliability.md): atomic outputs
+// and the interrupt handler, the deadline wait of the GPU launch watchdog, model outputs and
+// golden bytes independent of the OpenMP thread count, and the fuzzers' findings replayed.
+#define BOOST_TEST_MODULE reliability
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "common/atomic_output.h"
+#include "common/deadline_wait.h"
+
+namespace fs = std::filesystem;
+using namespace tqref::common;
+
+extern "C" int tqref_fuzz_golden_reader(const uint8_t* data, size_t size);
+extern "C" int tqref_fuzz_trace_reader(const uint8_t* data, size_t size);
+extern "C" int tqref_fuzz_sweep_config(const uint8_t* data, size_t size);
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("tqref_reliability_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+size_t count_files(const fs::path& d) {
+  return size_t(std::distance(fs::directory_iterator(d), fs::directory_iterator()));
+}
+
+int run(const std::string& cmd) {
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace
+
+// Would catch: an output visible before it is complete, a temporary left after commit, or a
+// temporary left when the writer gives up (exception, early return).
+BOOST_AUTO_TEST_CASE(atomic_output_commit_and_abandon) {
+  const fs::path d = scratch("atomic");
+  {
+    AtomicOutput out((d / "a.txt").string());
+    std::ofstream(out.temp_path()) << "whole";
+    BOOST_TEST(!fs::exists(d / "a.txt"));
+    BOOST_TEST(fs::exists(out.temp_path()));
+    out.commit();
+  }
+  BOOST_TEST(slurp(d / "a.txt") == "whole");
+  BOOST_TEST(count_files(d) == 1u);
+  {
+    AtomicOutput out((d / "b.txt").string());
+    std::ofstream(out.temp_path()) << "half";
+  }
+  BOOST_TEST(!fs::exists(d / "b.txt"));
+  BOOST_TEST(count_files(d) == 1u);
+  write_file_atomic((d / "a.txt").string(), "replaced");
+  BOOST_TEST(slurp(d / "a.txt") == "replaced");
+  BOOST_TEST(count_files(d) == 1u);
+  fs::remove_all(d);
+}
+
+// Would catch: outputs accepted into a missing directory or onto a directory (found only after
+// the work is done), or a valid path refused.
+BOOST_AUTO_TEST_CASE(output_path_checks) {
+  const fs::path d = scratch("paths");
+  BOOST_TEST(output_path_problem((d / "x.h5").string()).empty());
+  BOOST_TEST(output_path_problem((d / "nodir" / "x.h5").string()).find("does not exist") != std::string::npos);
+  BOOST_TEST(output_path_problem(d.string()).find("is a directory") != std::string::npos);
+  BOOST_TEST(!output_path_problem("").empty());
+  fs::remove_all(d);
+}
+
+// Would catch: a handler that leaves registered temporaries, removes committed outputs, or exits
+// with another status than 130 (kExitInterrupted).
+BOOST_AUTO_TEST_CASE(interrupt_removes_registered_temporaries) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    const fs::path d = scratch("signal" + std::to_string(sig));
+    const pid_t pid = fork();
+    if (pid == 0) {
+      install_interrupt_cleanup();
+      write_file_atomic((d / "done.txt").string(), "kept");
+      AtomicOutput a((d / "a.h5").string()), b((d / "b.h5").string());
+      std::ofstream(a.temp_path()) << "partial";
+      std::ofstream(b.temp_path()) << "partial";
+      std::freopen("/dev/null", "w", stderr);
+      raise(sig);
+      _exit(99);  // not reached: the handler exits
+    }
+    int st = 0;
+    BOOST_TEST_REQUIRE(waitpid(pid, &st, 0) == pid);
+    BOOST_TEST(WIFEXITED(st));
+    BOOST_TEST(WEXITSTATUS(st) == kInterruptExitCode);
+    BOOST_TEST(slurp(d / "done.txt") == "kept");
+    BOOST_TEST(count_files(d) == 1u, "signal " << sig << " left temporaries");
+    fs::remove_all(d);
+  }
+}
+
+// Would catch: a watchdog that returns before the work completes, misses an error code, or
+// waits far past its deadline (a hung kernel would hang `tqref check`).
+BOOST_AUTO_TEST_CASE(deadline_wait_outcomes) {
+  constexpr int kNotReady = 600;  // CUDA_ERROR_NOT_READY
+  int polls = 0;
+  WaitResult r = wait_with_deadline([&] { return ++polls < 5 ? kNotReady : 0; }, kNotReady, std::chrono::seconds(5));
+  BOOST_TEST((r.outcome == WaitOutcome::done));
+  BOOST_TEST(polls == 5);
+  polls = 0;
+  r = wait_with_deadline([&] { return ++polls < 3 ? kNotReady : 700; }, kNotReady, std::chrono::seconds(5));
+  BOOST_TEST((r.outcome == WaitOutcome::failed));
+  BOOST_TEST(r.code == 700);  // CUDA_ERROR_ILLEGAL_ADDRESS
+  const auto t0 = std::chrono::steady_clock::now();
+  r = wait_with_deadline([] { return kNotReady; }, kNotReady, std::chrono::milliseconds(100));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST((r.outcome == WaitOutcome::timed_out));
+  BOOST_TEST(waited >= 0.1);
+  BOOST_TEST(waited < 0.5);
+}
+
+// Would catch: model results that depend on how OpenMP splits the work (shared state between
+// tokens or CTAs, a reduction across threads): the committed smoke file's expectations must hold
+// bit for bit with 1, 3 and 7 threads (7 > cores: preempted threads, other static partitions) and
+// with OMP_DYNAMIC letting the runtime pick fewer threads.
+BOOST_AUTO_TEST_CASE(model_outputs_independent_of_thread_count) {
+  const std::string smoke = TQREF_SOURCE_DIR "/data/golden/smoke.h5";
+  for (const char* env : {"OMP_NUM_THREADS=1", "OMP_NUM_THREADS=3", "OMP_NUM_THREADS=7",
+                          "OMP_NUM_THREADS=5 OMP_DYNAMIC=true"})
+    BOOST_TEST(run(std::string(env) + " '" TQREF_CLI "' check '" + smoke + "' --backend model > /dev/null") == 0,
+               env);
+}
+
+// Would catch: golden bytes that depend on the thread count or on batch boundaries (generate
+// builds batches of 2*threads specs in parallel): 1, 3 and 7 threads give identical files.
+BOOST_AUTO_TEST_CASE(golden_bytes_independent_of_thread_count) {
+  const fs::path d = scratch("repro");
+  for (int th : {1, 3, 7})
+    BOOST_TEST_REQUIRE(run("cd '" + d.string() + "' && '" TQREF_CLI "' generate --suite smoke --threads " +
+                           std::to_string(th) + " --out t" + std::to_string(th) + ".h5 > /dev/null 2>&1") == 0);
+  const std::string one = slurp(d / "t1.h5");
+  BOOST_TEST(one.size() > 100000u);
+  BOOST_TEST((slurp(d / "t3.h5") == one));
+  BOOST_TEST((slurp(d / "t7.h5") == one));
+  fs::remove_all(d);
+}
+
+// Would catch: a fixed fuzz finding coming back. Every input in tests/fuzz/regressions/<target>/
+// (what the fuzzers found, docs/reliability.md) and every seed is replayed through the fuzz
+// target's own entry point, which aborts on anything but a clean refusal or a valid result.
+BOOST_AUTO_TEST_CASE(fuzz_findings_replayed) {
+  const fs::path root = TQREF_SOURCE_DIR "/tests/fuzz/regressions";
+  size_t replayed = 0;
+  for (const auto& [dir, fn] : {std::pair{"fuzz_golden_reader", &tqref_fuzz_golden_reader},
+                                std::pair{"fuzz_trace_reader", &tqref_fuzz_trace_reader},
+                                std::pair{"fuzz_sweep_config", &tqref_fuzz_sweep_config}}) {
+    if (!fs::exists(root / dir)) continue;
+    for (const auto& e : fs::directory_iterator(root / dir)) {
+      BOOST_TEST_CHECKPOINT("replaying " << e.path());
+      const std::string bytes = slurp(e.path());
+      fn(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      ++replayed;
+    }
+  }
+  BOOST_TEST(replayed >= 2u, "tests/fuzz/regressions lost its inputs");
+}
