@@ -19,6 +19,7 @@
 #include "golden/generate.h"
 #include "golden/suites.h"
 #include "tqref/build_info.h"
+#include "trace_golden_cli.h"
 
 namespace po = boost::program_options;
 
@@ -54,6 +55,9 @@ int cmd_generate(const std::vector<std::string>& args) {
       "threads", po::value(&threads), "OpenMP threads across cases (default: all)")(
       "shard", po::value(&shard), "I/N: only specs with index % N == I (default 0/1)")(
       "ex2-arch", po::value(&ex2_arch), "EX2 profile used for decode cases (default sm_90)");
+  // --trace FILE: cases from a captured trace instead of a suite (docs/traces.md).
+  tqref::trace::TraceGenerateCli trace_cli;
+  tqref::trace::add_trace_generate_options(desc, trace_cli);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -66,8 +70,15 @@ int cmd_generate(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitOk;
   }
+  if (vm.count("trace")) {
+    if (out.empty() || !suite.empty() || !config.empty()) {
+      std::fprintf(stderr, "tqref generate: --trace takes --out and neither --suite nor --config\n");
+      return kExitUsage;
+    }
+    return tqref::trace::run_trace_generate(trace_cli, out, seed, ex2_arch, "tqref generate");
+  }
   if (out.empty() || suite.empty() == config.empty()) {
-    std::fprintf(stderr, "tqref generate: give --out and exactly one of --suite, --config\n");
+    std::fprintf(stderr, "tqref generate: give --out and exactly one of --suite, --config, --trace\n");
     return kExitUsage;
   }
   uint32_t si = 0, sn = 1;
