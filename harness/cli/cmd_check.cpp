@@ -1,6 +1,5 @@
 // `tqref check FILE --backend NAME`: re-runs every golden case on a backend and compares every
 // byte of what it produced (and the guard bands around it) with the stored expectation.
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,9 +10,9 @@
 #include "command.h"
 #include "common/atomic_output.h"
 #include "golden/case_io.h"
-#include "golden/ex2_expectation.h"
 #include "golden/ex2_for_file.h"
 #include "golden/faults.h"
+#include "golden/judge_case.h"
 #include "golden/level_t.h"
 #include "golden/report.h"
 #include "tqref/build_info.h"
@@ -189,7 +188,6 @@ int cmd_check(const std::vector<std::string>& args) {
     // Asked before the fault decorator wraps the backend (it forwards run() only).
     const Ex2Source ex2_src = backend->decode_ex2();
     if (!ex2_src.same_as_file) std::printf("EX2: %s\n", ex2_src.why.c_str());
-    const Ex2Profile* model_ex2 = ex2_src.same_as_file ? ex2p : ex2_src.profile ? ex2_src.profile : ex2p;
     const Backend* raw = backend.get();
     backend = make_fault_backend(std::move(backend), fault, ex2p);
     h5::Node cases = root.group("cases");
@@ -220,24 +218,14 @@ int cmd_check(const std::vector<std::string>& args) {
         std::printf("SKIP %s: %s\n", name.c_str(), cannot.c_str());
         continue;
       }
-      const bool tolerance = level == "T" && c.kind == CaseKind::decode;
-      // Exact judging needs the expectation for the backend's EX2 unit (ex2_expectation.h).
-      const std::string inexact = tolerance ? "" : align_decode_expectation(c, ex2_src);
-      const auto t0 = std::chrono::steady_clock::now();
-      const CaseResult r = backend->run(c);
-      CaseVerdict v;
+      // Launched once and judged exactly, or at level T (golden/judge_case.h, shared with conform).
+      JudgedCase j = run_and_judge(c, *backend, ex2_src, ex2p, level == "T", topt);
+      const bool tolerance = j.tolerance.has_value();
+      CaseVerdict v = std::move(j.verdict);
       if (tolerance) {
-        tverdicts.push_back(judge_level_t(c, r, model_ex2, topt));
-        v = level_t_case_verdict(tverdicts.back());
+        tverdicts.push_back(std::move(*j.tolerance));
         std::fputs(level_t_text(tverdicts.back()).c_str(), stdout);
-      } else {
-        v = compare_case(c, r);
-        if (!inexact.empty() && v.error.empty()) {
-          v.pass = false;
-          v.error = "not judged bit for bit: " + inexact;
-        }
       }
-      v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!v.pass) {
         ++failed;
         if (!tolerance) std::fputs(report_text(v, show).c_str(), stdout);
