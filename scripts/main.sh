@@ -18,6 +18,29 @@ TQREF="build/$PRESET/harness/tqref"
 # Step 1: the writer model on a random tensor, with error statistics per format.
 "$TQREF" demo --tokens 4096 --heads 8 --head-dim 128 --block-size 16 --seed 1
 
-# ---- Later steps are added here, in this order (one block each, with a comment like above) ----
-#  - golden data: generate the suites with `tqref generate` and check them with the model backend
-#  - GPU check: only when `nvidia-smi -L` lists a GPU, run the kernels against the golden data
+# Step 2: golden data. Regenerate the smoke suite, compare it byte for byte with the committed file
+# (a model or schema change that was not regenerated shows here), then generate the standard suite
+# and check both, and the committed real-trace suite, with the model backend.
+work=${TQREF_WORK:-build/$PRESET/main-job}
+mkdir -p "$work"
+"$TQREF" generate --suite smoke --seed 1 --out "$work/smoke.h5"
+if cmp -s "$work/smoke.h5" data/golden/smoke.h5; then
+  echo "main: regenerated smoke suite is byte-identical to data/golden/smoke.h5"
+else
+  echo "main: NOTE regenerated smoke suite differs from data/golden/smoke.h5 (provenance or model change)"
+fi
+"$TQREF" generate --suite standard --seed 1 --out "$work/standard.h5"
+for f in data/golden/smoke.h5 "$work/standard.h5" data/golden/real.h5; do
+  "$TQREF" check "$f" --backend model --report "$work/$(basename "$f" .h5)-model.json"
+done
+
+# Step 3: the same golden files on the GPU, only when a GPU is present (docs/gpu-harness.md).
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  for f in data/golden/smoke.h5 "$work/standard.h5" data/golden/real.h5; do
+    "$TQREF" check "$f" --backend gpu --report "$work/$(basename "$f" .h5)-gpu.json" \
+        --junit "$work/$(basename "$f" .h5)-gpu.junit.xml"
+  done
+else
+  echo "main: no GPU found (nvidia-smi lists none): GPU check skipped"
+fi
+echo "main: done; reports in $work"
