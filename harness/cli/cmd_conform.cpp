@@ -192,7 +192,13 @@ int run(const Args& a, const std::string& command_line) {
     std::fprintf(stderr, "tqref conform: --device %d; allowed: 0 to %d\n", a.device, drv->device_count() - 1);
     return kExitUsage;
   }
-  fs::create_directories(a.out);
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec || !fs::is_directory(a.out)) {
+    std::fprintf(stderr, "tqref conform: --out %s: cannot create the report directory (%s)\n",
+                 a.out.c_str(), ec ? ec.message().c_str() : "not a directory");
+    return kExitBadInput;
+  }
   int rc = 0;
   {
     gpu::Context ctx(a.device);
