@@ -44,14 +44,24 @@ for t in "${TARGETS[@]}"; do
   # -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
   set +e
   LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/${SEED_DIR[$t]}" \
-    -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" -timeout=20 -rss_limit_mb=3072 \
+    -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" -timeout=10 -rss_limit_mb=3072 \
     -malloc_limit_mb=1024 -artifact_prefix="$findings/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+  # A timeout whose stack reaches libhdf5 before any tqref frame is libhdf5 looping on a corrupt
+  # file (docs/reliability.md, known limitation): reported, kept, not a failure.
+  hdf5_hang=0
+  if ((rc != 0)) && grep -q 'ERROR: libFuzzer: timeout' "$log"; then
+    first=$(grep -m1 -E '^ +#[0-9]+ .* in (tqref::|H5|.*libhdf5)' "$log" || true)
+    [[ "$first" == *libhdf5* || "$first" == *" in H5"* ]] && hdf5_hang=1
+  fi
   if ((rc == 0)); then
     echo "fuzz: $t: ${execs:-?} executions in ${SECS} s, $cov, no findings"
+  elif ((hdf5_hang)); then
+    echo "fuzz: $t: stopped after ${execs:-?} executions by a hang inside libhdf5 (known limitation," \
+         "input in $findings); no tqref finding"
   else
     status=1
     echo "fuzz: $t: FINDING after ${execs:-?} executions (exit $rc); inputs in $findings:" >&2
