@@ -367,7 +367,7 @@ BOOST_AUTO_TEST_CASE(sigterm_and_sigint_leave_no_partial_output) {
     BOOST_TEST_CONTEXT("signal " << sig) {
       const fs::path dir = fixture().root / ("signal_" + std::to_string(sig));
       fs::create_directories(dir);
-      const pid_t pid = spawn(dir, {"generate", "--suite", "standard", "--out", "std.h5", "--threads", "2"},
+      const pid_t pid = spawn(dir, {"generate", "--suite", "standard", "--out", "std.h5", "--threads", "1"},
                               dir / "err.txt");
       BOOST_TEST_REQUIRE(pid > 0);
       // Wait until the temporary exists (the run is mid-write), then a little longer.
