@@ -18,11 +18,12 @@ for tool in clang-14 clang++-14; do
   command -v "$tool" >/dev/null ||
     { echo "fuzz: $tool missing (apt-get install clang-14 libclang-rt-14-dev libomp-14-dev)" >&2; exit 2; }
 done
+mkdir -p "$BUILD"
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTQREF_FUZZ=ON \
-  -DTQREF_ENABLE_CUDA=OFF -DTQREF_BUILD_BENCHMARKS=OFF >"$BUILD.configure.log" 2>&1 ||
-  { cat "$BUILD.configure.log" >&2; exit 2; }
-cmake --build "$BUILD" -j"${TQREF_JOBS:-2}" --target tqref "${TARGETS[@]}" >"$BUILD.build.log" 2>&1 ||
-  { tail -40 "$BUILD.build.log" >&2; exit 2; }
+  -DTQREF_ENABLE_CUDA=OFF -DTQREF_BUILD_BENCHMARKS=OFF >"$BUILD/configure.log" 2>&1 ||
+  { cat "$BUILD/configure.log" >&2; exit 2; }
+cmake --build "$BUILD" -j"${TQREF_JOBS:-2}" --target tqref "${TARGETS[@]}" >"$BUILD/build.log" 2>&1 ||
+  { tail -40 "$BUILD/build.log" >&2; exit 2; }
 
 # Seeds: a trace written by h5py (another HDF5 writer), YAML sweeps, and golden files that the
 # instrumented tqref generates from those sweeps (small: one or two specs each).
