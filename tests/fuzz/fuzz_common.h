@@ -16,6 +16,11 @@ inline const std::string& scratch_path(const char* suffix) {
     if (!dir) dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     return std::string(dir) + "/tqref-fuzz-" + std::to_string(getpid()) + suffix;
   }();
+  static const bool cleanup = [] {
+    std::atexit([] { std::remove(path.c_str()); });  // a normal exit leaves no scratch file
+    return true;
+  }();
+  (void)cleanup;
   return path;
 }
 
