@@ -154,6 +154,13 @@ class Cta {
     }
   }
 
+  // EXPF of SPEC section 5, or mutant 14's unsplit variant when p.expf_split is false: EX2 of
+  // y = f32(x * log2(e)) for every y, so y < -126 gives +0 (fault injection only).
+  float expf(float x) const {
+    if (p_.expf_split) return ex2_.expf(x);
+    return ex2_.ex2(x * f32_from_bits(0x3FB8AA3Bu));
+  }
+
   // Physical block of logical position p, from the sequence's block table.
   uint64_t physical_block(uint64_t p) const {
     return uint64_t(pools_.tables[uint64_t(s_) * p_.max_blocks_per_seq + p / p_.block_size]);
@@ -229,10 +236,10 @@ class Cta {
   void batch_factors(WarpState<HDIM>& ws, const float* sc, Step& st) const {
     const float mn =
         fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(ws.m, sc[0]), sc[1]), sc[2]), sc[3]);
-    st.eo = ex2_.expf(ws.m - mn);
+    st.eo = expf(ws.m - mn);
     ws.l = ws.l * st.eo;
     for (uint32_t b = 0; b < 4; ++b) {
-      st.ef[b] = ex2_.expf(sc[b] - mn);
+      st.ef[b] = expf(sc[b] - mn);
       ws.l = ws.l + st.ef[b];
     }
     ws.m = mn;
@@ -255,8 +262,8 @@ class Cta {
   // l = f32(f32(l*eo) + en), m = mn.
   void single_factors(WarpState<HDIM>& ws, float sc, Step& st) const {
     const float mn = fmaxf_cuda(ws.m, sc);
-    st.eo = ex2_.expf(ws.m - mn);
-    st.ef[0] = ex2_.expf(sc - mn);
+    st.eo = expf(ws.m - mn);
+    st.ef[0] = expf(sc - mn);
     const float scaled_l = ws.l * st.eo;
     ws.l = scaled_l + st.ef[0];
     ws.m = mn;
@@ -282,8 +289,8 @@ class Cta {
         const WarpState<HDIM>& o = warps[w + stride];
         if (!(o.l > 0.0f)) continue;
         const float mn = fmaxf_cuda(a.m, o.m);
-        const float fa = ex2_.expf(a.m - mn);
-        const float fo = ex2_.expf(o.m - mn);
+        const float fa = expf(a.m - mn);
+        const float fo = expf(o.m - mn);
         const float la = a.l * fa;
         const float lo = o.l * fo;
         a.l = la + lo;

@@ -5,11 +5,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
+#include <set>
 
 #include "golden/case_io.h"
 #include "golden/compare.h"
 #include "golden/ex2_for_file.h"
 #include "golden/faults.h"
+#include "golden/mutant_models.h"
 #include "golden/report.h"
 #include "golden_test_util.h"
 
@@ -57,6 +59,7 @@ BOOST_AUTO_TEST_CASE(each_injected_fault_is_detected_and_classified) {
   const Smoke& s = smoke();
   for (int fi = 1; fi < kNumFaults; ++fi) {
     const Fault f = Fault(fi);
+    if (fault_mutant(f)) continue;  // mutant mirrors: crafted data only (tests below)
     auto backend = make_fault_backend(make_model_backend(&*s.ex2), f, &*s.ex2);
     size_t detected = 0;
     for (const GoldenCase& c : s.cases) {
@@ -144,6 +147,92 @@ BOOST_AUTO_TEST_CASE(reproducer_is_written_and_rerunnable) {
   BOOST_TEST(run_cli("check " + rep.string() + " --inject guard", d) == 1);
   BOOST_TEST(run_cli("inspect " + rep.string(), d) == 0);
   BOOST_TEST(slurp(d / "last.log").find("reproducer of") != std::string::npos);
+  fs::remove_all(d);
+}
+
+// Runs every case of `cases` through the model backend damaged by fault f; returns how many fail.
+// Every failing case must fail only in the fault's category, and cases of the kind the fault
+// does not apply to must pass.
+size_t failing_cases(const std::vector<GoldenCase>& cases, Fault f, const Ex2Profile& ex2) {
+  auto backend = make_fault_backend(make_model_backend(&ex2), f, &ex2);
+  size_t failed = 0;
+  for (const GoldenCase& c : cases) {
+    const CaseVerdict v = compare_case(c, backend->run(c));
+    BOOST_TEST(v.error.empty(), v.error);
+    const std::string want = fault_category(f, c.kind);
+    if (want.empty()) BOOST_TEST(v.pass, fault_name(f) << " must not touch " << c.name);
+    if (v.pass) continue;
+    ++failed;
+    BOOST_TEST((v.categories.size() == 1u && v.categories.count(want) == 1u),
+               fault_name(f) << " on " << c.name << " not classified as " << want << ": " << report_text(v, 3));
+  }
+  return failed;
+}
+
+// Would catch: smoke cases that lose their teeth against mutant 13's writer (docs/mutants.md):
+// with nsq and rsq contracted into FMAs the scale byte changes only near an fp8 rounding
+// midpoint, about 1 group in 10^6 of random data, so only the fma_sensitive cases catch it; each
+// of them (one per format) must fail with wrong scale bytes, every other writer case passes.
+BOOST_AUTO_TEST_CASE(smoke_catches_the_fma_contracted_writer) {
+  const Smoke& s = smoke();
+  std::vector<GoldenCase> crafted, other;
+  for (const GoldenCase& c : s.cases)
+    (c.distribution == "fma_sensitive" ? crafted : other).push_back(c);
+  BOOST_TEST(crafted.size() == 3u);
+  BOOST_TEST(failing_cases(crafted, Fault::writer_fma, *s.ex2) == crafted.size());
+  failing_cases(other, Fault::writer_fma, *s.ex2);  // the classification checks only
+}
+
+// Would catch: smoke cases that lose their teeth against mutant 14 (EXPF without the split below
+// y = -126): the tiny_rescale cases (HDIM 128 and 256) must fail, and in each of them every
+// sequence, i.e. each of the in-warp (eo), merge-a and merge-c paths, must change output rows.
+BOOST_AUTO_TEST_CASE(smoke_catches_expf_without_split) {
+  const Smoke& s = smoke();
+  std::vector<GoldenCase> crafted;
+  std::set<uint32_t> hdims;
+  for (const GoldenCase& c : s.cases)
+    if (c.kind == CaseKind::decode && c.distribution == "tiny_rescale") {
+      crafted.push_back(c);
+      hdims.insert(c.d.p.hdim);
+    }
+  BOOST_TEST((hdims == std::set<uint32_t>{128, 256}));
+  BOOST_TEST(failing_cases(crafted, Fault::expf_no_split, *s.ex2) == crafted.size());
+  for (const GoldenCase& c : crafted) {
+    const std::vector<uint16_t> out = decode_output_expf_no_split(c, *s.ex2);
+    const uint64_t row = uint64_t(c.d.p.num_q_heads) * c.d.p.head_dim;  // one sequence
+    for (uint32_t q = 0; q < c.d.p.num_seqs; ++q)
+      BOOST_TEST(count_differing({out.data() + q * row, row}, {c.d.out_expected.data() + q * row, row}) > 0u,
+                 c.name << " sequence " << q << " (mode " << q % 3 << ") unchanged");
+  }
+}
+
+// Would catch: a threshold key or builder that fails to place a factor exactly at a reachable
+// THRESH, so mutant 5 (V used when factor >= THRESH) survives: the committed 2^-10 config's
+// threshold cases hold a probe exactly at 2^-10 (their exercises say so) and every one of them
+// fails under the >= compare (it reads the poisoned V group of the probe), for all formats and
+// both HDIMs. At the default 1e-3 no factor equals THRESH, so the smoke file cannot catch it.
+BOOST_AUTO_TEST_CASE(threshold_config_catches_thresh_ge) {
+  const fs::path d = scratch("check_thr");
+  const std::string cfg = std::string(TQREF_SOURCE_DIR) + "/data/golden/configs/thresh-pow2m10.yaml";
+  BOOST_REQUIRE_EQUAL(run_cli("generate --config " + cfg + " --threads 2 --out " + (d / "t.h5").string(), d), 0);
+  h5::Node root = h5::Node::open_file((d / "t.h5").string());
+  const Provenance prov = read_provenance(root);
+  BOOST_TEST(prov.threshold == 0x1p-10);
+  const std::optional<Ex2Profile> ex2 = ex2_for_file(prov, (d / "t.h5").string());
+  std::vector<GoldenCase> thr;
+  std::set<std::pair<std::string, uint32_t>> covered;  // (format, hdim)
+  for (const auto& n : root.group("cases").children()) {
+    GoldenCase c = read_case(root.group("cases"), n, false);
+    BOOST_TEST(c.threshold == 0x1p-10f, n);
+    if (c.kind != CaseKind::decode || c.distribution != "threshold") continue;
+    BOOST_TEST(c.exercises.find("factors at THRESH and") != std::string::npos, n << ": " << c.exercises);
+    BOOST_TEST(c.exercises.find(" +0: ") != std::string::npos, n << ": no rank-0 probe");
+    covered.insert({traits(c.format).name, c.d.p.hdim});
+    thr.push_back(std::move(c));
+  }
+  BOOST_TEST(covered.size() == 6u);
+  BOOST_TEST(failing_cases(thr, Fault::thresh_ge, *ex2) == thr.size());
+  BOOST_TEST(failing_cases(smoke().cases, Fault::thresh_ge, *smoke().ex2) == 0u);
   fs::remove_all(d);
 }
 

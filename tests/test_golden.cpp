@@ -9,10 +9,13 @@
 
 #include "ex2_profile_io.h"
 #include "golden/case_io.h"
+#include "golden/fma_groups.h"
 #include "golden/generate.h"
 #include "golden/rng.h"
 #include "golden/suites.h"
 #include "golden_test_util.h"
+#include "tqref/numeric.h"
+#include "tqref/quantize.h"
 
 namespace {
 
@@ -202,6 +205,60 @@ BOOST_AUTO_TEST_CASE(yaml_sweep_cross_product) {
   BOOST_TEST(root.group("cases").children().size() == 4u);  // 2 decode specs, each with its writer
   BOOST_TEST(read_provenance(root).config_yaml.find("q_per_kv") != std::string::npos);
   fs::remove_all(d);
+}
+
+// Would catch: a `threshold` sweep key that is ignored (cases and provenance keep 1e-3), accepts
+// values no decoder build can have (not finite, <= 0, >= 1, several per file), or reports them
+// without naming the file, the key and the allowed range (exit 3 = bad input).
+BOOST_AUTO_TEST_CASE(yaml_threshold_key) {
+  const auto specs = config_specs("kind: decode\nthreshold: 0.0009765625\ndist: [threshold, gaussian]\n", "t.yaml");
+  BOOST_REQUIRE_EQUAL(specs.size(), 2u);
+  for (const auto& s : specs) BOOST_TEST(s.threshold == 0x1p-10f);
+  BOOST_TEST(spec_name(specs[0], 0).find("_thr0x3a800000") != std::string::npos);
+  BOOST_TEST(config_specs("kind: decode\n", "t.yaml")[0].threshold == kSparseVThreshold);
+  const fs::path d = scratch("golden_thr");
+  for (const char* bad : {"0", "-0.001", "1", "1.5", ".nan", ".inf", "1e-60", "banana", "[0.001, 0.002]"}) {
+    {
+      std::ofstream(d / "bad.yaml") << "kind: decode\nthreshold: " << bad << "\n";
+    }
+    BOOST_TEST(run_cli("generate --config " + (d / "bad.yaml").string() + " --out " + (d / "x.h5").string(), d) == 3, bad);
+    const std::string log = slurp(d / "last.log");
+    BOOST_TEST(log.find("bad.yaml") != std::string::npos, log);
+    BOOST_TEST(log.find("'threshold'") != std::string::npos, log);
+    if (std::string(bad) != "banana" && std::string(bad)[0] != '[')
+      BOOST_TEST(log.find("0 < threshold < 1") != std::string::npos, log);
+    BOOST_TEST(!fs::exists(d / "x.h5"));
+  }
+  {
+    std::ofstream(d / "ok.yaml") << "kind: decode\nthreshold: 0.0009765625\ndist: threshold\n";
+  }
+  BOOST_REQUIRE_EQUAL(run_cli("generate --config " + (d / "ok.yaml").string() + " --out " + (d / "ok.h5").string(), d), 0);
+  h5::Node root = h5::Node::open_file((d / "ok.h5").string());
+  BOOST_TEST(read_provenance(root).threshold == 0x1p-10);
+  for (const auto& n : root.group("cases").children())
+    BOOST_TEST(read_case(root.group("cases"), n, false).threshold == 0x1p-10f, n);
+  fs::remove_all(d);
+}
+
+// Would catch: an FMA-contracted writer model that differs from the spec writer for ordinary
+// data (wrong codes or sums: mutant 13's writer changes about 1 group in 10^6), or a search that
+// returns groups the contraction does not change (the fma_sensitive cases would lose their teeth).
+BOOST_AUTO_TEST_CASE(fma_sensitive_groups_flip_the_scale_byte) {
+  for (const auto& t : kFormats) {
+    Rng rng(7);
+    for (int k = 0; k < 20; ++k) {
+      uint16_t x[kGroupSize];
+      fma_sensitive_group(t, rng, x);
+      BOOST_TEST(quantize_group(t, x).scale_byte != scale_byte_fma_contracted(t, x), t.name << " group " << k);
+    }
+    int differ = 0;
+    for (int k = 0; k < 20000; ++k) {
+      uint16_t x[kGroupSize];
+      for (auto& v : x) v = f32_to_bf16(float(rng.gaussian()));
+      differ += quantize_group(t, x).scale_byte != scale_byte_fma_contracted(t, x);
+    }
+    BOOST_TEST(differ <= 1, t.name << ": " << differ << " of 20000 random groups differ");
+  }
 }
 
 // Would catch: usage errors reported as success, or a partial file left behind.

@@ -133,7 +133,8 @@ int cmd_generate(const std::vector<std::string>& args) {
   }
   prov.tqref_version = kVersion;
   prov.git_commit = kGitCommit;
-  prov.threshold = kSparseVThreshold;
+  // Suites use the default THRESH; a --config file has at most one `threshold` value.
+  prov.threshold = specs.empty() ? kSparseVThreshold : specs.front().threshold;
   prov.command_line = canonical_command_line(
       suite, seed, si, sn, config.empty() ? "" : std::filesystem::path(config).filename().string());
   GenerateOptions opt;

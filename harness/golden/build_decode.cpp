@@ -15,7 +15,10 @@
 #include <stdexcept>
 
 #include "golden/builders.h"
+#include "golden/fma_groups.h"
+#include "golden/mutant_models.h"
 #include "golden/threshold_scores.h"
+#include "golden/tiny_rescale.h"
 #include "golden/values.h"
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
@@ -58,6 +61,7 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
   if (!ex2) throw std::invalid_argument("decode spec " + name + " needs an EX2 profile");
   CaseSpec spec = spec_in;
   const bool thr = spec.dist == Dist::threshold;
+  const bool tiny = spec.dist == Dist::tiny_rescale;
   if (thr) {  // singles (chunk 2) and batches (chunk 4) with anchor score 0 at each chunk start
     spec.seq_lens = {16, 32};
     spec.sliding_window = 0;
@@ -141,6 +145,8 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     uint16_t* row = q.data() + uint64_t(s) * p.q_stride;
     if (thr) {  // one-hot: score = k[0] + k[1] + k[2] of the kv head, exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) < 3 ? 0x3F80 : 0;
+    } else if (tiny) {  // one-hot: score = f32(k[0] * inv_sqrt_d), exactly
+      for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) == 0 ? 0x3F80 : 0;
     } else {
       fill_k_row(rng, spec.dist, s, {row, QH * D});
       if (spec.dist == Dist::adversarial_skip)  // q heads of a kv group nearly equal, so they
@@ -160,6 +166,9 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     const SlotOwner o = owner[slots[i]];
     std::span<uint16_t> kr{k_rows.data() + i * n, n}, vr{v_rows.data() + i * n, n};
     fill_v_row(rng, spec.dist == Dist::special_groups ? Dist::gaussian : spec.dist, o.pos, vr);
+    if (spec.dist == Dist::fma_sensitive)
+      for (uint32_t gi = 0; gi < n / kGroupSize; ++gi)
+        fma_sensitive_group(t, rng, vr.data() + gi * kGroupSize);
     if (thr) {
       // chunk start (pos % chunk == 0): anchor score 0; else probe (cycling through the list,
       // plus an exact tie x = 0); probes get V x1000 so any wrong decision moves the output.
@@ -176,6 +185,13 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
         for (uint32_t j = 0; j < 3; ++j) kr[h * D + j] = parts[j];
       if (k)
         for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
+    } else if (tiny) {
+      const uint32_t L = uint32_t(spec.seq_lens[o.seq]);
+      const bool high = tiny_rescale_high(uint32_t(o.seq), L, spec.sliding_window, o.pos);
+      const uint16_t k0 = high ? 0 : tiny_rescale_low_k0(uint32_t(o.seq), D, p.inv_sqrt_d);
+      fill_k_row(rng, Dist::gaussian, o.pos, kr);
+      for (uint32_t h = 0; h < H; ++h) kr[h * D] = k0;
+      for (auto& v : vr) v = high ? 0 : to_bf16(bf16_to_f32(v) * 1000.0);
     } else if (spec.dist == Dist::ties) {
       // rows repeat with period 3 within a sequence: equal scores tie the running max
       const uint64_t base = uint64_t(o.seq) * 3 + o.pos % 3;
@@ -324,6 +340,13 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     char tb[40];
     std::snprintf(tb, sizeof tb, " (THRESH 0x%08x)", f32_bits(spec.threshold));
     ex += tb;
+  }
+  if (thr || tiny) {  // teeth: expected output elements that the targeted mutant changes
+    const uint64_t changed =
+        count_differing(thr ? decode_output_thresh_ge(dc, *ex2) : decode_output_expf_no_split(dc, *ex2),
+                        d.out_expected);
+    ex += "; " + std::to_string(changed) + " output elements change under " +
+          (thr ? "V used when factor >= THRESH (mutant 5)" : "EXPF without the split below y = -126 (mutant 14)");
   }
   dc.exercises = ex;
   return {std::move(wc), std::move(dc)};

@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "golden/builders.h"
+#include "golden/fma_groups.h"
+#include "golden/mutant_models.h"
 #include "golden/values.h"
 #include "tqref/writer.h"
 
@@ -103,6 +105,11 @@ GoldenCase build_writer_from_tokens(const CaseSpec& spec, const std::string& nam
                 std::to_string(spec.padding_tokens) + " slot<0 tokens" +
                 (spec.key_pad || spec.value_pad ? ", padded key/value strides" : "") +
                 (spec.v_data_pad || spec.v_block_pad ? ", padded V blocks" : "");
+  if (spec.dist == Dist::fma_sensitive) {  // teeth: scale bytes the FMA-contracted writer changes
+    std::vector<uint8_t> v(w.v_expected);
+    c.exercises += ", " + std::to_string(writer_fma_contract_scales(c, v)) +
+                   " V scale bytes change under FMA-contracted nsq/rsq (mutant 13)";
+  }
   return c;
 }
 
@@ -121,6 +128,9 @@ GoldenCase build_writer_case(const CaseSpec& spec, const std::string& name, uint
   for (uint32_t t = 0; t < spec.num_tokens; ++t) {
     fill_k_row(rng, spec.dist, t, {k_rows.data() + uint64_t(t) * n, n});
     fill_v_row(rng, spec.dist, t, {v_rows.data() + uint64_t(t) * n, n});
+    if (spec.dist == Dist::fma_sensitive)
+      for (uint32_t g = 0; g < n / kGroupSize; ++g)
+        fma_sensitive_group(traits(spec.format), rng, v_rows.data() + uint64_t(t) * n + g * kGroupSize);
   }
   GoldenCase c = build_writer_from_tokens(spec, name, seed, num_blocks, std::move(slots), k_rows,
                                           v_rows);

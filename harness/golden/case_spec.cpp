@@ -2,12 +2,15 @@
 
 #include <cstdio>
 
+#include "tqref/numeric.h"
+
 namespace tqref::golden {
 
 namespace {
 constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",        "outlier_channels",
                                                "constant_groups", "special_groups",  "adversarial_skip",
-                                               "threshold",      "ties"};
+                                               "threshold",      "ties",             "tiny_rescale",
+                                               "fma_sensitive"};
 constexpr const char* kLayoutNames[3] = {"sequential", "shuffled", "shared"};
 }  // namespace
 
@@ -19,6 +22,11 @@ bool parse_dist(const std::string& s, Dist* d) {
       return true;
     }
   return false;
+}
+std::string dist_names_list() {
+  std::string r;
+  for (int i = 0; i < kNumDists; ++i) r += std::string(i ? ", " : "") + kDistNames[i];
+  return r;
 }
 const char* layout_name(Layout l) { return kLayoutNames[int(l)]; }
 bool parse_layout(const std::string& s, Layout* l) {
@@ -55,6 +63,11 @@ std::string spec_name(const CaseSpec& s, uint64_t index) {
   if (s.key_pad || s.value_pad || s.q_pad) r += "_stridepad";
   if (s.v_data_pad || s.v_block_pad) r += "_vpad";
   r += std::string("_") + dist_name(s.dist);
+  if (f32_bits(s.threshold) != f32_bits(kSparseVThreshold)) {
+    char thr[24];
+    std::snprintf(thr, sizeof thr, "_thr0x%08x", f32_bits(s.threshold));
+    r += thr;
+  }
   return r;
 }
 

@@ -23,8 +23,14 @@ enum class Dist {
   threshold,         // scores built through the EX2 profile so that factors land exactly at,
                      // just below and just above THRESH (inv_sqrt_d = 1, one-hot q)
   ties,              // K rows repeat, so scores tie the running maximum
+  tiny_rescale,      // decode: scores ~88-95 apart, the higher positions with all-zero V, so a
+                     // rescale factor (in-warp eo, merge a or c) lies in EXPF's split range
+                     // [2^-149, 2^-126) and multiplies a nonzero o that survives to the output
+                     // (mutant 14); V x1000 elsewhere
+  fma_sensitive,     // V groups whose scale byte changes when nvcc contracts the writer's nsq
+                     // and rsq sums into FMAs (mutant 13); K Gaussian (golden/fma_groups.h)
 };
-inline constexpr int kNumDists = 8;
+inline constexpr int kNumDists = 10;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 
@@ -50,8 +56,12 @@ struct CaseSpec {
   uint32_t spare_blocks = 1;         // pool blocks nobody uses (poison)
   uint32_t spare_table_entries = 1;  // block-table entries past the last used (out of range)
   Dist dist = Dist::gaussian;
-  float threshold = kSparseVThreshold;
+  float threshold = kSparseVThreshold;  // decode: the build's THRESH (names get "_thr<bits>"
+                                        // when it is not the default)
 };
+
+// "gaussian, student_t, ..., fma_sensitive": the allowed values of a `dist` key.
+std::string dist_names_list();
 
 // Readable, unique-with-index name: "0007_decode_turbo3v_hdim128_kv2_gqa4_bs16_L0-1-1031_..."
 std::string spec_name(const CaseSpec& s, uint64_t index);

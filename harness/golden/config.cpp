@@ -2,11 +2,15 @@
 // a one-element list); the specs are the cross product of the lists, per kind, in key order:
 //   kind, format, head_dim, num_kv_heads, q_per_kv, block_size, seq_lens (a list of lists),
 //   num_tokens, padding_tokens, sliding_window, layout, dist, key_pad, value_pad, q_pad,
-//   v_data_pad, v_block_pad, spare_blocks, spare_table_entries.
+//   v_data_pad, v_block_pad, spare_blocks, spare_table_entries, threshold.
+// `threshold` is the decoder build's TQ_PLUS_SPARSE_V_THRESHOLD the cases are built for (default
+// 1e-3): a finite float in (0, 1), one value per file, since a golden file is checked against
+// one build (its provenance records it).
 // Writer specs ignore the decode-only keys (q_per_kv, seq_lens, sliding_window, q_pad) and decode
 // specs ignore num_tokens, so no duplicate cases arise. Unknown keys are errors.
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -74,8 +78,19 @@ std::map<std::string, Setter> setters(const std::string& file) {
   };
   m["dist"] = [&file](CaseSpec& s, const YAML::Node& n) {
     if (!parse_dist(n.as<std::string>(), &s.dist))
-      bad(file, "dist", "'" + n.Scalar() + "'; allowed: gaussian, student_t, outlier_channels, "
-                        "constant_groups, special_groups, adversarial_skip, threshold, ties");
+      bad(file, "dist", "'" + n.Scalar() + "'; allowed: " + dist_names_list());
+  };
+  m["threshold"] = [&file](CaseSpec& s, const YAML::Node& n) {
+    double v = 0;
+    try {
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      bad(file, "threshold", "value '" + n.Scalar() + "' is not a number");
+    }
+    const float f = float(v);
+    if (!std::isfinite(v) || !(f > 0.0f) || !(f < 1.0f))
+      bad(file, "threshold", "value " + n.Scalar() + "; allowed: a finite float with 0 < threshold < 1");
+    s.threshold = f;
   };
   return m;
 }
@@ -122,6 +137,9 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
       for (const auto& x : kv.second) values.push_back(x);
     else values.push_back(kv.second);
     if (values.empty()) bad(file, key, "empty list");
+    if (key == "threshold" && values.size() > 1)
+      bad(file, key, std::to_string(values.size()) + " values; allowed: one (a golden file is "
+                     "checked against one decoder build's THRESH)");
     if (key == "kind") {
       kinds.clear();
       for (const auto& x : values) {

@@ -3,14 +3,16 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "golden/mutant_models.h"
 #include "tqref/decode.h"
 
 namespace tqref::golden {
 
 namespace {
 
-constexpr const char* kNames[kNumFaults] = {"none",  "flip-code-bit", "wrong-scale", "neighbour-slot",
-                                            "guard", "flip-skip",     "unwritten-row"};
+constexpr const char* kNames[kNumFaults] = {"none",      "flip-code-bit", "wrong-scale",  "neighbour-slot",
+                                            "guard",     "flip-skip",     "unwritten-row", "thresh-ge",
+                                            "expf-no-split", "writer-fma"};
 
 int64_t first_written_slot(const WriterCase& w) {
   for (int64_t s : w.slot_mapping)
@@ -69,6 +71,7 @@ class FaultBackend : public Backend {
       case Fault::unwritten_row:
         std::memcpy(k.data() + g.k_row_offset(s), w.k_init.data() + g.k_row_offset(s), g.k_row_bytes());
         break;
+      case Fault::writer_fma: writer_fma_contract_scales(c, {v.data(), v.size()}); break;
       default: break;
     }
   }
@@ -88,6 +91,12 @@ class FaultBackend : public Backend {
                     reinterpret_cast<const uint8_t*>(d.out_init.data()) + s * row_bytes, row_bytes);
         return;
       }
+    }
+    if ((fault_ == Fault::thresh_ge || fault_ == Fault::expf_no_split) && ex2_) {
+      const std::vector<uint16_t> o = fault_ == Fault::thresh_ge ? decode_output_thresh_ge(c, *ex2_)
+                                                                 : decode_output_expf_no_split(c, *ex2_);
+      std::memcpy(out.data(), o.data(), o.size() * 2);
+      return;
     }
     if (fault_ == Fault::flip_skip && ex2_) {
       // A kernel with the skip disabled: every factor exceeds a threshold of -1.
@@ -125,8 +134,26 @@ const char* fault_category(Fault f, CaseKind k) {
     case Fault::guard: return "guard";
     case Fault::flip_skip: return w ? "" : "skipped-v-read";
     case Fault::unwritten_row: return "row-not-written";
+    case Fault::thresh_ge: return w ? "" : "skipped-v-read";
+    case Fault::expf_no_split: return w ? "" : "output-value";
+    case Fault::writer_fma: return w ? "v-scale" : "";
     default: return "";
   }
+}
+
+int fault_mutant(Fault f) {
+  switch (f) {
+    case Fault::thresh_ge: return 5;
+    case Fault::writer_fma: return 13;
+    case Fault::expf_no_split: return 14;
+    default: return 0;
+  }
+}
+
+std::string fault_names_list() {
+  std::string r;
+  for (int i = 0; i < kNumFaults; ++i) r += std::string(i ? ", " : "") + kNames[i];
+  return r;
 }
 
 std::unique_ptr<Backend> make_fault_backend(std::unique_ptr<Backend> inner, Fault f,

@@ -21,13 +21,23 @@ enum class Fault {
                    // V groups of skipped positions                          -> skipped-v-read
   unwritten_row,   // writer: the first written K row left as it was;
                    // decode: the first row of a non-empty sequence unwritten -> row-not-written
+  // Mirrors of kernel mutants (docs/mutants.md, golden/mutant_models.h) that only crafted data
+  // catches; they replace the whole output with the mutant's model result:
+  thresh_ge,       // decode: V used when factor >= THRESH (mutant 5); caught only by a factor
+                   // exactly at THRESH, which reads a poisoned skipped V group -> skipped-v-read
+  expf_no_split,   // decode: EXPF without the split below y = -126 (mutant 14)   -> output-value
+  writer_fma,      // writer: nsq and rsq contracted into FMAs (mutant 13)        -> v-scale
 };
-inline constexpr int kNumFaults = 7;
+inline constexpr int kNumFaults = 10;
 
 const char* fault_name(Fault f);                  // "flip-code-bit", ...
 bool parse_fault(const std::string& s, Fault* f);
 // The category compare_case must report for the fault, "" when it does not apply to the kind.
 const char* fault_category(Fault f, CaseKind k);
+// The kernel mutant a fault mirrors (5, 13, 14), 0 for the others.
+int fault_mutant(Fault f);
+// "none, flip-code-bit, ...": the allowed values of --inject.
+std::string fault_names_list();
 
 std::unique_ptr<Backend> make_fault_backend(std::unique_ptr<Backend> inner, Fault f,
                                             const Ex2Profile* ex2);

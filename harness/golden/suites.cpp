@@ -59,6 +59,14 @@ std::vector<CaseSpec> smoke() {
   }
   v.push_back(decode(Format::turbo3v, 128, 1, 2, 16, {}, 0, Dist::threshold));
   v.push_back(decode(Format::turbo4v, 128, 2, 1, 32, {9, 64}, 0, Dist::ties));
+  // Crafted cases for the mutants ordinary data misses (docs/mutants.md): EXPF without the split
+  // (14; one case per HDIM build, modes in-warp / merge a / merge c) and the FMA-contracted
+  // writer (13; every V group sensitive, one case per format).
+  CaseSpec tr = decode(Format::turbo2v, 128, 1, 2, 16, {17, 18, 19}, 0, Dist::tiny_rescale);
+  tr.layout = Layout::shuffled;
+  v.push_back(tr);
+  v.push_back(decode(Format::turbo4v, 256, 1, 1, 16, {17, 18, 19}, 0, Dist::tiny_rescale));
+  for (const auto& t : kFormats) v.push_back(writer(t.format, 128, 1, 16, 4, Dist::fma_sensitive));
   return v;
 }
 
@@ -106,6 +114,17 @@ std::vector<CaseSpec> standard() {
         }
       }
       v.push_back(decode(t.format, D, 2, 4, 16, {}, 0, Dist::threshold));
+      // mutant 14: sub-2^-126 rescale factors in every mode (s % 3) and delta (s % 4)
+      CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 1031, 0, 3, 129, 64}, 0, Dist::tiny_rescale);
+      tr.layout = Layout::shuffled;
+      tr.v_block_pad = 16;
+      v.push_back(tr);
+      // mutant 13 on the writer: FMA-sensitive V groups, padded strides and slot -1 tokens
+      CaseSpec fw = writer(t.format, D, 2, 13, 20, Dist::fma_sensitive);
+      fw.padding_tokens = 2;
+      fw.value_pad = 8;
+      fw.layout = Layout::shuffled;
+      v.push_back(fw);
     }
   return v;
 }

@@ -80,7 +80,7 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
 #pragma unroll
   for (uint32_t i = 0; i < kGroupSize; ++i) {
 #if TQREF_MUTANT == 13
-    nsq = __fmaf_rn(x[i], x[i], nsq);  // MUTANT 13: fused multiply-add, one rounding
+    nsq = nsq + x[i] * x[i];  // MUTANT 13: plain expression, contracted to an FMA by --fmad=true
 #else
     nsq = __fadd_rn(nsq, __fmul_rn(x[i], x[i]));  // --fmad=false: two roundings, as the model
 #endif
@@ -106,7 +106,13 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
 #pragma unroll
   for (uint32_t i = 0; i < kGroupSize; ++i) {
     const float cb = s_cb[c[i]];
+#if TQREF_MUTANT == 13
+    // MUTANT 13: plain expression, contracted to an FMA by --fmad=true. This is the one that
+    // shows: x*x above is exact for bf16 x, fp32 CB[c]^2 is not (golden Dist::fma_sensitive).
+    rsq = rsq + cb * cb;
+#else
     rsq = __fadd_rn(rsq, __fmul_rn(cb, cb));  // --fmad=false: two roundings, as the model
+#endif
   }
   // 6. matched-norm scale (IEEE sqrt and division), clamped to the fp8 maximum; NaN stays NaN
   const float rn = __fsqrt_rn(rsq);
