@@ -13,6 +13,8 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -45,6 +47,9 @@ struct CtaSim {
 };
 
 thread_local CtaSim* t_cta = nullptr;
+// The K pool of the case being simulated (read by every simulated thread).
+const uint8_t* g_k_lo = nullptr;
+const uint8_t* g_k_hi = nullptr;
 thread_local uint32_t t_tid = 0;
 
 // Host Ops: IEEE binary32 arithmetic (-ffp-contract=off), CUDA fmaxf semantics, the profile's
@@ -75,6 +80,25 @@ struct HostOps {
   static int32_t load_i32(const int32_t* p) { return *p; }
   static uint8_t load_u8(const uint8_t* p) { return *p; }
   static uint16_t load_u16(const uint16_t* p) { return *p; }
+  static uint32_t load_u32(const uint8_t* p) {
+    if ((reinterpret_cast<uintptr_t>(p) & 3u) != 0) {  // the GPU would fault (misaligned)
+      std::fprintf(stderr, "load_u32 of a misaligned address\n");
+      std::abort();
+    }
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    return w;
+  }
+  // Prefetches must stay inside the K pool (catches a next-tile address built from the wrong
+  // block, slot or head: on the GPU a hint to a wild address would pass unnoticed).
+  static void prefetch_l2(const void* p) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    if (b < g_k_lo || b + 8 > g_k_hi) {
+      std::fprintf(stderr, "prefetch outside the K pool\n");
+      std::abort();
+    }
+  }
+  static bool aligned4(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3u) == 0; }
   static void store_u16(uint16_t* p, uint16_t v) { *p = v; }
   static bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
   static float bf16(uint16_t h) { return bf16_to_f32(h); }
@@ -98,7 +122,10 @@ void run_cta(const fastdec::Args& a, uint32_t qh0, uint32_t seq) {
       t_cta = &sim;
       t_tid = tid;
       HostOps ops;
-      fastdec::decode_cta<HostOps, F, kHdim, HT>(a, qh0, seq, tid, sm, ops);
+      if (a.stats != nullptr)
+        fastdec::decode_cta<HostOps, F, kHdim, HT, true>(a, qh0, seq, tid, sm, ops);
+      else
+        fastdec::decode_cta<HostOps, F, kHdim, HT, false>(a, qh0, seq, tid, sm, ops);
     });
   for (auto& t : th) t.join();
 }
@@ -119,7 +146,7 @@ struct SimResult {
   unsigned long long stats[3] = {0, 0, 0};
 };
 
-SimResult run_sim(const DecodeCase& dc, uint32_t ht) {
+SimResult run_sim(const DecodeCase& dc, uint32_t ht, bool stats = true) {
   SimResult r;
   r.out.assign(uint64_t(dc.p.num_seqs) * dc.p.num_q_heads * dc.p.head_dim, kPoison);
   r.out_f32.assign(r.out.size(), 0.0f);
@@ -139,8 +166,10 @@ SimResult run_sim(const DecodeCase& dc, uint32_t ht) {
                   dc.p.v_block_stride_bytes,
                   dc.p.v_data_section_bytes,
                   dc.p.sliding_window,
-                  r.stats,
+                  stats ? r.stats : nullptr,
                   r.out_f32.data()};
+  g_k_lo = dc.k_cache.data();
+  g_k_hi = dc.k_cache.data() + dc.k_cache.size();
   BOOST_REQUIRE_EQUAL(fastdec::heads_per_cta(dc.p.num_q_heads, dc.p.num_kv_heads,
                                              dc.p.num_q_heads / ht), ht);
   const uint32_t S = dc.p.num_seqs;
@@ -274,6 +303,33 @@ BOOST_AUTO_TEST_CASE(gqa_matches_model_mqa_mha) {
     c.seed = 8;
     check_case(c, 1, false);
   }
+}
+
+// V rows that are not 4-byte aligned (odd block stride: the byte-by-byte code path instead of
+// aligned words; odd data section: scale addressing) and the entry points without statistics
+// (kStats = false compiles the counting out; the output must not change).
+BOOST_AUTO_TEST_CASE(gqa_unaligned_v_and_no_stats) {
+  uint64_t seed = 201;
+  for (Format f : {Format::turbo2v, Format::turbo3v, Format::turbo4v})
+    for (uint32_t hdim : {128u, 256u}) {
+      CaseSpec c;
+      c.format = f;
+      c.hdim = hdim;
+      c.num_q_heads = 8;
+      c.num_kv_heads = 2;
+      c.block_size = 16;
+      c.lens = {45, 20};
+      c.v_block_pad = 3;
+      c.v_section_pad = 5;
+      c.q_sigma = 3.0f;
+      c.seed = seed++;
+      check_case(c, 4, true);
+      BOOST_TEST_CONTEXT(name_of(c, 4) << " without statistics") {
+        const DecodeCase dc = make_case(c);
+        const SimResult with = run_sim(dc, 4, true), without = run_sim(dc, 4, false);
+        BOOST_TEST(with.out == without.out);
+      }
+    }
 }
 
 // Geometry rule of the launcher and the kernel.

@@ -73,6 +73,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   int device = 0;
   float q_sigma = 1.0f;
   uint32_t model_seqs = 2;
+  uint32_t only_len = 0;
+  bool no_writer = false;
   bench::Settings st;
   po::options_description desc(
       "usage: tqref bench [--quick] [--json FILE] [options]\n"
@@ -91,6 +93,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       "q-sigma", po::value(&q_sigma)->default_value(q_sigma), "std dev of q (K, V ~ N(0,1)); larger = more skips")(
       "model-seqs", po::value(&model_seqs)->default_value(model_seqs),
       "sequences of the first shape checked against the CPU model (0: none)")(
+      "len", po::value(&only_len)->default_value(0),
+      "only the decode shapes of this context length (0: all); for profiling one shape")(
+      "no-writer", po::bool_switch(&no_writer), "skip the writer benchmarks")(
       "device", po::value(&device)->default_value(0), "CUDA device ordinal");
   po::variables_map vm;
   try {
@@ -141,12 +146,14 @@ int cmd_bench(const std::vector<std::string>& args) {
     const auto shapes = quick ? quick_shapes(q_sigma) : full_shapes(q_sigma);
     bool first = true;
     for (const auto& s : shapes) {
+      if (only_len != 0 && s.seq_len != only_len) continue;
       std::printf("decode %s ...\n", s.label().c_str());
       std::fflush(stdout);
       for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
       first = false;
     }
     for (uint32_t tokens : {32u, 16384u}) {
+      if (no_writer) break;
       rep.writer.push_back(b.writer(Format::turbo3v, 128, 8, tokens));
       if (!quick) {
         rep.writer.push_back(b.writer(Format::turbo2v, 128, 8, tokens));

@@ -58,6 +58,7 @@ struct Args {
 // Shared memory of one CTA (one instance serves every HT; indices j*HT + h).
 template <uint32_t kHdim> struct Shared {
   float cb16[16];                              // fp16(CB) as f32
+  float fp8[256];                              // fp8 E4M3 byte -> f32 (exact)
   float sc[kDecodeWarps][kTile * kMaxHT];      // scores of the current tile
   float ef[kDecodeWarps][kTile * kMaxHT];      // softmax factors of the current tile
   float eo[kDecodeWarps][kTile * kMaxHT];      // rescale factor of the step starting at j
@@ -75,83 +76,66 @@ TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint3
   return ht;
 }
 
-// The warp's walk over its range (warp-uniform): the seed kernel's block-by-block loop with
-// the position, its cache block and the block's end (min(block end, range end)).
+// The warp's walk over its range, one segment at a time: a segment is the part of one cache
+// block inside the range (the seed kernel's block-by-block loop). Positions fit in uint32_t
+// (seq_lens are int32). Only table entries of blocks holding positions of the range are read.
+template <bool V> struct BoolC {
+  static constexpr bool value = V;
+};
+
 struct Walker {
-  int64_t p, w_end, blk_base, blk_end, lb;
-  int32_t phys;
+  uint32_t p, w_end, seg_end, lb;  // next position, range end, end of p's segment, p's block
+  int32_t phys;                    // physical block of p
 };
 
 template <class Ops>
-TQF_HD void walker_init(Walker& w, int64_t begin, int64_t end, const int32_t* table, uint32_t B) {
+TQF_HD void walker_init(Walker& w, uint32_t begin, uint32_t end, const int32_t* table, uint32_t B) {
   w.p = begin;
   w.w_end = end;
   w.lb = 0;
-  w.blk_base = 0;
-  w.blk_end = 0;
+  w.seg_end = 0;
   w.phys = 0;
   if (begin < end) {
     w.lb = begin / B;
-    w.blk_base = w.lb * B;
-    w.blk_end = w.blk_base + B < end ? w.blk_base + B : end;
+    const uint32_t blk_end = (w.lb + 1) * B;
+    w.seg_end = blk_end < end ? blk_end : end;
     w.phys = Ops::load_i32(table + w.lb);
   }
 }
 
-// Moves past position w.p; enters the next cache block when the current one is done (only
-// table entries of blocks holding positions of the range are read, as in the seed kernel).
-template <class Ops> TQF_HD void walker_advance(Walker& w, const int32_t* table, uint32_t B) {
-  ++w.p;
-  if (w.p == w.blk_end && w.p < w.w_end) {
-    ++w.lb;
-    w.blk_base += B;
-    w.blk_end = w.blk_base + B < w.w_end ? w.blk_base + B : w.w_end;
-    w.phys = Ops::load_i32(table + w.lb);
-  }
-}
-
-// One tile: n <= kTile consecutive positions forming whole steps. Bit j of start_mask: a step
-// starts at position j; of batch_mask: that step is a batch of 4 (j+3 < n then).
+// One tile: n <= kTile consecutive positions of one segment forming whole steps, slots
+// slot0 .. slot0+n-1 of block `phys`. Bit j of start_mask: a step starts at position j; of
+// batch_mask: that step is a batch of 4 (j+3 < n then).
 struct Tile {
-  uint32_t n, start_mask, batch_mask;
-  int32_t phys[kTile];
-  uint32_t slot[kTile];
+  uint32_t n, start_mask, batch_mask, slot0;
+  int32_t phys;
 };
 
-// A step at p is a batch iff 4 positions remain in its cache block and in the range (the seed
-// kernel's `p + 4 <= blk_end`); it is taken only if it fits into the tile.
-template <class Ops> TQF_HD void build_tile(Walker& w, Tile& t, const int32_t* table, uint32_t B) {
-  t.n = 0;
-  t.start_mask = 0;
-  t.batch_mask = 0;
-  uint32_t rem = 0;
-  bool open = w.p < w.w_end;
-TQF_UNROLL
-  for (uint32_t j = 0; j < kTile; ++j) {
-    if (open && rem == 0) {
-      if (w.p >= w.w_end) {
-        open = false;
-      } else {
-        const uint32_t len = w.p + 4 <= w.blk_end ? 4u : 1u;
-        if (j + len > kTile) {
-          open = false;
-        } else {
-          rem = len;
-          t.start_mask |= 1u << j;
-          if (len == 4) t.batch_mask |= 1u << j;
-        }
-      }
-    }
-    if (open) {
-      t.phys[j] = w.phys;
-      t.slot[j] = static_cast<uint32_t>(w.p - w.blk_base);
-      t.n = j + 1;
-      --rem;
-      walker_advance<Ops>(w, table, B);
-    } else {
-      t.phys[j] = 0;
-      t.slot[j] = 0;
-    }
+// The seed takes a batch at p iff 4 positions remain in the block and in the range
+// (`p + 4 <= blk_end`), else a single. With r positions left in the segment: r >= 8 gives two
+// batches; 4 <= r < 8 a batch and r-4 singles; r < 4 r singles. Then moves past the tile,
+// entering the next segment when this one is done.
+template <class Ops> TQF_HD void next_tile(Walker& w, Tile& t, const int32_t* table, uint32_t B) {
+  const uint32_t r = w.seg_end - w.p;
+  t.phys = w.phys;
+  t.slot0 = w.p - w.lb * B;
+  if (r >= kTile) {
+    static_assert(kTile == 8, "next_tile assumes tiles of two batches");
+    t.n = kTile;
+    t.start_mask = 0x11u;
+    t.batch_mask = 0x11u;
+  } else {
+    const uint32_t all = (1u << r) - 1u;
+    t.n = r;
+    t.batch_mask = r >= 4 ? 1u : 0u;
+    t.start_mask = r >= 4 ? (1u | (all & ~0xFu)) : all;
+  }
+  w.p += t.n;
+  if (w.p == w.seg_end && w.p < w.w_end) {
+    ++w.lb;
+    const uint32_t blk_end = (w.lb + 1) * B;
+    w.seg_end = blk_end < w.w_end ? blk_end : w.w_end;
+    w.phys = Ops::load_i32(table + w.lb);
   }
 }
 
@@ -184,30 +168,65 @@ TQF_UNROLL
 template <uint32_t N>
 inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99u;
 
-// Loads the code bits and the scale byte of position (phys, slot) for this lane (the seed
-// kernel's dequant addressing; bytes one by one since V rows may have any alignment).
+// Where this lane's V bytes lie for the positions of one tile (the seed kernel's dequant
+// addressing): the tile's block, the lane's byte offset and bit shift inside a code row, its
+// scale byte inside a scale row. When the pool, the block stride and the row length are all
+// multiples of 4 bytes, the codes come from one or two aligned 32-bit words of the row (a word
+// never leaves the row, whose length is a multiple of 4); otherwise byte by byte.
+template <Format F, uint32_t VEC> struct VPlace {
+  static constexpr uint32_t kBits = FormatConst<F>::bits;
+  uint32_t row_bytes, scale_row_bytes;  // n*b/8 and n/16
+  uint32_t byte0, shift;                // lane's first code byte in a row, bit shift inside it
+  uint32_t word0, wshift;               // aligned path: lane's first 32-bit word, bit shift
+  uint32_t scale_off;                   // lane's scale byte inside a scale row
+  bool aligned, two_words;
+};
+
 template <class Ops, Format F, uint32_t VEC>
-TQF_HD void load_v_raw(const Args& a, uint32_t kvh, int32_t phys, uint32_t slot, uint32_t lane,
+TQF_HD VPlace<F, VEC> v_place(const Args& a, uint32_t kvh, uint32_t lane) {
+  VPlace<F, VEC> v;
+  constexpr uint32_t kBits = FormatConst<F>::bits;
+  const uint32_t n = a.num_kv_heads * a.head_dim;
+  const uint32_t e0 = kvh * a.head_dim + lane * VEC;
+  const uint32_t bit0 = e0 * kBits;
+  v.row_bytes = n * kBits / 8;
+  v.scale_row_bytes = n / kGroupSize;
+  v.byte0 = bit0 / 8;
+  v.shift = bit0 % 8;
+  v.word0 = bit0 / 32;
+  v.wshift = bit0 % 32;
+  v.two_words = v.wshift + VEC * kBits > 32;
+  v.scale_off = e0 / kGroupSize;
+  v.aligned = Ops::aligned4(a.v_cache) && a.v_block_stride % 4 == 0 && v.row_bytes % 4 == 0;
+  return v;
+}
+
+// The lane's VEC codes (from bit 0) and scale byte of slot `slot` of V block `vblk`.
+template <class Ops, Format F, uint32_t VEC>
+TQF_HD void load_v_raw(const Args& a, const VPlace<F, VEC>& vp, const uint8_t* vblk, uint32_t slot,
                        uint32_t& word, uint32_t& scale_byte) {
   constexpr uint32_t kBits = FormatConst<F>::bits;
-  const uint64_t n = static_cast<uint64_t>(a.num_kv_heads) * a.head_dim;
-  const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(static_cast<int64_t>(phys)) * a.v_block_stride;
-  const uint64_t e0 = static_cast<uint64_t>(kvh) * a.head_dim + lane * VEC;
-  const uint64_t bit0 = e0 * kBits;
-  const uint8_t* cp = vblk + slot * (n * kBits / 8) + bit0 / 8;
-  const uint32_t shift = static_cast<uint32_t>(bit0 % 8);
-  const uint32_t nbytes = (shift + VEC * kBits + 7) / 8;
-  uint32_t w = 0;
+  const uint8_t* row = vblk + slot * vp.row_bytes;
+  if (vp.aligned) {
+    const uint32_t lo = Ops::load_u32(row + 4 * vp.word0);
+    const uint32_t hi = vp.two_words ? Ops::load_u32(row + 4 * vp.word0 + 4) : 0u;
+    word = static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> vp.wshift);
+  } else {
+    const uint32_t nbytes = (vp.shift + VEC * kBits + 7) / 8;
+    const uint8_t* cp = row + vp.byte0;
+    uint32_t w = 0;
 TQF_UNROLL
-  for (uint32_t k = 0; k < 4; ++k)
-    if (k < nbytes) w |= static_cast<uint32_t>(Ops::load_u8(cp + k)) << (8 * k);
-  word = w >> shift;  // the lane's VEC codes from bit 0
-  scale_byte = Ops::load_u8(vblk + a.v_data_section + slot * (n / kGroupSize) + e0 / kGroupSize);
+    for (uint32_t k = 0; k < 4; ++k)
+      if (k < nbytes) w |= static_cast<uint32_t>(Ops::load_u8(cp + k)) << (8 * k);
+    word = w >> vp.shift;
+  }
+  scale_byte = Ops::load_u8(vblk + a.v_data_section + slot * vp.scale_row_bytes + vp.scale_off);
 }
 
 // One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread of
-// the CTA calls this; control flow around Ops::sync_warp/shuffles is warp-uniform.
-template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+// the CTA calls this; control flow around Ops::sync_warp/shuffles is warp-uniform. kStats: the
+// _stats entry points (counters in a.stats); the other entry points carry no counting code.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
 TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
                        Shared<kHdim>& sm, Ops& ops) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
@@ -221,6 +240,7 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   if (L == 0) return;  // nothing is written (uniform across the CTA)
 
   if (tid < kLevels) sm.cb16[tid] = Ops::template codebook16<F>(tid);
+  sm.fp8[tid] = Ops::fp8(tid);  // 256 threads: every scale byte's value (exact)
   ops.sync_cta();
 
   // The seed kernel's partition, identical for every head of the sequence.
@@ -228,14 +248,19 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   const int64_t start = (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
   const int64_t A = Ll - start;
   const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
-  const int64_t w_begin = start + warp * chunk;
-  const int64_t w_end = w_begin + chunk < Ll ? w_begin + chunk : Ll;
+  const int64_t wb = start + warp * chunk;
+  const int64_t we = wb + chunk < Ll ? wb + chunk : Ll;
+  // Non-empty ranges lie in [0, L) with L an int32; an empty one becomes [0, 0).
+  const uint32_t w_begin = wb < we ? static_cast<uint32_t>(wb) : 0u;
+  const uint32_t w_end = wb < we ? static_cast<uint32_t>(we) : 0u;
 
   const uint32_t G = a.num_q_heads / a.num_kv_heads;
   const uint32_t kvh = qh0 / G;
   const int32_t* table = a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq;
   const bool k_aligned = Ops::aligned16(a.k_cache);
   const uint32_t B = a.block_size;
+  const uint32_t k_row_stride = a.num_kv_heads * a.head_dim;  // elements between slots
+  const VPlace<F, VEC> vp = v_place<Ops, F, VEC>(a, kvh, lane);
 
   float qf[HT][VEC];
 TQF_UNROLL
@@ -257,23 +282,39 @@ TQF_UNROLL
   unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
 
   Walker wk;
-  walker_init<Ops>(wk, w_begin, w_end, table, B);
-  while (wk.p < wk.w_end) {
-    Tile t;
-    build_tile<Ops>(wk, t, table, B);
+  // One tile. kFull: a tile of kTile positions made of two batches (the common case inside a
+  // cache block), with every mask a constant; otherwise the masks of `t`.
+  auto run_tile = [&](const Tile& t, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    const uint32_t tn = kFull ? kTile : t.n;
+    const uint32_t start_mask = kFull ? 0x11u : t.start_mask;
+    const uint32_t batch_mask = kFull ? 0x11u : t.batch_mask;
+    const int64_t phys = static_cast<int64_t>(t.phys);
 
     // K rows of the tile: one vector load per lane and position, all issued before use.
+    const uint16_t* kp = a.k_cache +
+        ((static_cast<uint64_t>(phys) * B + t.slot0) * a.num_kv_heads + kvh) * a.head_dim + lane * VEC;
     uint32_t kraw[kTile][VEC / 2];
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
-      if (j < t.n) {
-        const uint64_t row =
-            (static_cast<uint64_t>(static_cast<int64_t>(t.phys[j])) * B + t.slot[j]) * a.num_kv_heads + kvh;
-        Ops::template load_k_raw<VEC>(a.k_cache + row * a.head_dim + lane * VEC, k_aligned, kraw[j]);
+      if (j < tn) {
+        Ops::template load_k_raw<VEC>(kp + j * k_row_stride, k_aligned, kraw[j]);
       } else {
 TQF_UNROLL
         for (uint32_t i = 0; i < VEC / 2; ++i) kraw[j][i] = 0;
       }
+    }
+
+    // The next tile's K rows into L2 while this tile computes (the walker is already past
+    // this tile: wk.p is the next tile's first position, in block wk.phys).
+    if (wk.p < wk.w_end) {
+      const uint32_t next_n = wk.seg_end - wk.p < kTile ? wk.seg_end - wk.p : kTile;
+      const uint16_t* np = a.k_cache +
+          ((static_cast<uint64_t>(static_cast<int64_t>(wk.phys)) * B + (wk.p - wk.lb * B)) * a.num_kv_heads + kvh) *
+              a.head_dim + lane * VEC;
+TQF_UNROLL
+      for (uint32_t j = 0; j < kTile; ++j)
+        if (j < next_n) Ops::prefetch_l2(np + j * k_row_stride);
     }
 
     // Per-lane partials of every (head, position): the seed's pairwise sums, in its order.
@@ -309,11 +350,11 @@ TQF_UNROLL
       float mn = m;
 TQF_UNROLL
       for (uint32_t j = 0; j < kTile; ++j) {
-        if (j < t.n) {
+        if (j < tn) {
           const float s = sm.sc[warp][j * HT + my_h];
-          if ((t.start_mask >> j) & 1u) {
+          if ((start_mask >> j) & 1u) {
             mn = Ops::fmax(m, s);
-            if ((t.batch_mask >> j) & 1u) {
+            if ((batch_mask >> j) & 1u) {
               if (j + 3 < kTile) {
                 mn = Ops::fmax(mn, sm.sc[warp][(j + 1) * HT + my_h]);
                 mn = Ops::fmax(mn, sm.sc[warp][(j + 2) * HT + my_h]);
@@ -334,13 +375,14 @@ TQF_UNROLL
     ops.sync_warp();
 
     // V rows used by any head of the tile, all loads issued before use.
+    const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(phys) * a.v_block_stride;
     uint32_t vword[kTile], vscale[kTile];
     uint32_t use_mask = 0;  // bit j*HT + h: head h uses position j (ef > THRESH)
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
       vword[j] = 0;
       vscale[j] = 0;
-      if (j < t.n) {
+      if (j < tn) {
         uint32_t any = 0;
 TQF_UNROLL
         for (uint32_t h = 0; h < HT; ++h) {
@@ -348,53 +390,75 @@ TQF_UNROLL
           use_mask |= use << (j * HT + h);
           any |= use;
         }
-        if (any) load_v_raw<Ops, F, VEC>(a, kvh, t.phys[j], t.slot[j], lane, vword[j], vscale[j]);
-        n_vrows += any;
+        if (any) load_v_raw<Ops, F, VEC>(a, vp, vblk, t.slot0 + j, vword[j], vscale[j]);
+        if constexpr (kStats) n_vrows += any;
       }
     }
 
-    // o updates in step order: rescale at each step start, then o + ef*v per position.
+    // o updates in step order: rescale at each step start, then o + ef*v per position. kAll:
+    // every head uses every position of the tile (the common case; no per-head tests).
+    auto o_update = [&](auto all) {
+      constexpr bool kAll = decltype(all)::value;
 TQF_UNROLL
-    for (uint32_t j = 0; j < kTile; ++j) {
-      if (j < t.n) {
-        if ((t.start_mask >> j) & 1u) {
+      for (uint32_t j = 0; j < kTile; ++j) {
+        if (j < tn) {
+          if ((start_mask >> j) & 1u) {
+TQF_UNROLL
+            for (uint32_t h = 0; h < HT; ++h) {
+              const float eo = sm.eo[warp][j * HT + h];
+TQF_UNROLL
+              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
+            }
+          }
+          float v[VEC];
+          if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
+            const float gs = sm.fp8[vscale[j]];
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i)
+              v[i] = Ops::mul(sm.cb16[(vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+          } else {
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
+          }
 TQF_UNROLL
           for (uint32_t h = 0; h < HT; ++h) {
-            const float eo = sm.eo[warp][j * HT + h];
+            const float ef = sm.ef[warp][j * HT + h];
+            if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
 TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
+              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
+            } else {
+              const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
+TQF_UNROLL
+              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
+              if constexpr (kStats) ++n_skipped;
+            }
           }
+          if constexpr (kStats) n_pairs += HT;
         }
-        float v[VEC];
-        if ((use_mask >> (j * HT)) & ((1u << HT) - 1u)) {
-          const float gs = Ops::fp8(vscale[j]);
-TQF_UNROLL
-          for (uint32_t i = 0; i < VEC; ++i)
-            v[i] = Ops::mul(sm.cb16[(vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
-        } else {
-TQF_UNROLL
-          for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
-        }
-TQF_UNROLL
-        for (uint32_t h = 0; h < HT; ++h) {
-          const float ef = sm.ef[warp][j * HT + h];
-          if ((use_mask >> (j * HT + h)) & 1u) {
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
-          } else {
-            const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
-            ++n_skipped;
-          }
-        }
-        n_pairs += HT;
       }
+    };
+    const uint32_t used_bits = tn * HT;  // <= 32
+    const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
+    if (use_mask == all_mask) {
+      o_update(BoolC<true>{});
+    } else {
+      o_update(BoolC<false>{});
     }
     ops.sync_warp();  // sc/ef/eo are rewritten by the next tile
+  };
+
+  walker_init<Ops>(wk, w_begin, w_end, table, B);
+  while (wk.p < wk.w_end) {
+    Tile t;
+    next_tile<Ops>(wk, t, table, B);
+    if (t.n == kTile) {
+      run_tile(t, BoolC<true>{});
+    } else {
+      run_tile(t, BoolC<false>{});
+    }
   }
 
-  if (a.stats != nullptr && lane == 0) {
+  if (kStats && lane == 0) {
     ops.atomic_add(a.stats + 0, n_pairs);
     ops.atomic_add(a.stats + 1, n_skipped);
     ops.atomic_add(a.stats + 2, n_vrows);

@@ -38,7 +38,18 @@ struct CudaOps {
   static __device__ __forceinline__ int32_t load_i32(const int32_t* p) { return *p; }
   static __device__ __forceinline__ uint8_t load_u8(const uint8_t* p) { return *p; }
   static __device__ __forceinline__ uint16_t load_u16(const uint16_t* p) { return *p; }
+  static __device__ __forceinline__ uint32_t load_u32(const uint8_t* p) {  // p 4-byte aligned
+    return *reinterpret_cast<const uint32_t*>(p);
+  }
   static __device__ __forceinline__ void store_u16(uint16_t* p, uint16_t v) { *p = v; }
+  // A hint: the line holding p into L2 (no register, no fault on any address the kernel
+  // would read anyway; only K rows of positions in use are prefetched).
+  static __device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+  }
+  static __device__ __forceinline__ bool aligned4(const void* p) {
+    return (reinterpret_cast<uintptr_t>(p) & 3u) == 0;
+  }
   static __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
   }

@@ -13,18 +13,18 @@ static_assert(HDIM == 128 || HDIM == 256, "HDIM must be 128 or 256");
 
 namespace tqref::fastdec {
 
-template <Format F, uint32_t kHdim>
+template <Format F, uint32_t kHdim, bool kStats>
 __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
   __shared__ Shared<kHdim> sm;
   CudaOps ops;
   const uint32_t ht = heads_per_cta(a.num_q_heads, a.num_kv_heads, gridDim.x);
   const uint32_t qh0 = blockIdx.x * ht, seq = blockIdx.y;
   if (ht == 4) {
-    decode_cta<CudaOps, F, kHdim, 4>(a, qh0, seq, threadIdx.x, sm, ops);
+    decode_cta<CudaOps, F, kHdim, 4, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
   } else if (ht == 2) {
-    decode_cta<CudaOps, F, kHdim, 2>(a, qh0, seq, threadIdx.x, sm, ops);
+    decode_cta<CudaOps, F, kHdim, 2, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
   } else if (ht == 1) {
-    decode_cta<CudaOps, F, kHdim, 1>(a, qh0, seq, threadIdx.x, sm, ops);
+    decode_cta<CudaOps, F, kHdim, 1, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
   } else {
     __trap();
   }
@@ -48,7 +48,7 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
       uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
       uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window) {   \
     const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
-    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM>(a);                               \
+    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, false>(a);                             \
   }                                                                                              \
   extern "C" __global__ void __launch_bounds__(256) NAME##_stats(                                \
       const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
@@ -58,5 +58,5 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
       uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window,     \
       unsigned long long* stats) {                                                               \
     const TQREF_FAST_ARGS_FROM_PARAMS(stats);                                                     \
-    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM>(a);                               \
+    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, true>(a);                             \
   }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Nsight Compute profile of the decode kernels at the main shape (turbo3v, HDIM 128, GQA 4,
+# 32 seqs x 16384 positions) on the H200 (docs/performance.md, "Profile"). About 2 minutes.
+#   1. one launch each of the seed kernel and the GQA kernel at HT 4, --set full
+#      -> $OUT/profile.txt (details page), profile.csv, stalls.csv (warp-state and pipe metrics)
+#   2. SASS instruction histogram of both kernels -> $OUT/sass_histogram.txt
+# ncu runs with --clock-control none (the device VM does not allow clock locking).
+# Needs .device-carry from scripts/device-carry.sh. Usage on the device: bash scripts/device-profile.sh
+set -uo pipefail
+out=${OUT:-profile-out}
+mkdir -p "$out"
+here=$(pwd)
+export LD_LIBRARY_PATH="$here/.device-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TQREF_DATA_DIR="$here/data"
+bin="$here/.device-carry/bin/tqref"
+[ -x "$bin" ] || { echo "device-profile: $bin missing (scripts/device-carry.sh)" >&2; exit 2; }
+bench=("$bin" bench --quick --len 16384 --runs 1 --warmup 0 --model-seqs 0 --no-writer)
+# Launch order of one shape: the seed kernel (reference output), then the GQA kernels at
+# HT 4, 2, 1 and the _stats kernel: the first match of each regex is the HT 4 / seed launch.
+for k in seed:'paged_decode_attn_bf16k_turbo3v$' gqa:'paged_decode_attn_bf16k_turbo3v_gqa$'; do
+  name=${k%%:*}
+  timeout 240 ncu --clock-control none --kernel-name "regex:${k#*:}" --launch-count 1 --set full \
+    -o "$out/$name" "${bench[@]}" > "$out/ncu_$name.log" 2>&1
+  echo "ncu $name: rc=$?"
+  ncu --import "$out/$name.ncu-rep" --page details > "$out/profile_$name.txt" 2>&1
+  ncu --import "$out/$name.ncu-rep" --page details --csv > "$out/profile_$name.csv" 2>&1
+  ncu --import "$out/$name.ncu-rep" --page raw --csv > "$out/raw_$name.csv" 2>&1
+  python3 - "$out/raw_$name.csv" > "$out/stalls_$name.txt" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr, units, vals = rows[0], rows[1], rows[2]
+keep = ("smsp__average_warp_latency_issue_stalled", "smsp__average_warps_issue_stalled",
+        "sm__inst_executed_pipe", "smsp__inst_executed.sum", "sm__warps_active",
+        "smsp__issue_active", "sm__pipe_", "launch__registers", "gpu__time_duration")
+for h, u, v in zip(hdr, units, vals):
+    if h.startswith(keep) and not h.endswith("_pct") :
+        print(f"{h:90s} {v:>20s} {u}")
+PY
+  rm -f "$out/raw_$name.csv"
+done
+mods="$here/.device-carry/modules"
+if command -v cuobjdump >/dev/null; then
+  for f in decode_hdim128.sm_90.cubin decode_fast_hdim128.sm_90.cubin; do
+    [ -f "$mods/$f" ] || continue
+    echo "== $f" >> "$out/sass_histogram.txt"
+    cuobjdump -sass "$mods/$f" | awk '
+      /Function : / { fn = $3 }
+      fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
+        op = $2; if (op ~ /^@/) op = $3; sub(/\..*/, "", op); sub(/;$/, "", op); n[fn " " op]++; t[fn]++ }
+      END { for (k in n) print n[k], k; for (f in t) print t[f], f, "TOTAL" }' | sort -k2,2 -k1,1nr >> "$out/sass_histogram.txt"
+  done
+fi
+ls -la "$out"
