@@ -78,8 +78,7 @@ int cmd_check(const std::vector<std::string>& args) {
       "junit", po::value(&junit), "write JUnit XML here")(
       "reproducer-dir", po::value(&repro_dir), "write each failing case alone to DIR/<case>.h5")(
       "inject", po::value(&inject),
-      "damage the backend's bytes before comparison (tests): none, flip-code-bit, wrong-scale, "
-      "neighbour-slot, guard, flip-skip, unwritten-row")(
+      ("damage the backend's bytes before comparison (tests): " + fault_names_list()).c_str())(
       "show", po::value(&show), "mismatch lines printed per failing case (default 8)")(
       "filter", po::value(&filter), "check only cases whose name contains this text")(
       "kind", po::value(&kind_filter), "check only writer or decode cases")(
@@ -149,8 +148,8 @@ int cmd_check(const std::vector<std::string>& args) {
   }
   Fault fault;
   if (!parse_fault(inject, &fault)) {
-    std::fprintf(stderr, "tqref check: --inject %s; allowed: none, flip-code-bit, wrong-scale, "
-                 "neighbour-slot, guard, flip-skip, unwritten-row\n", inject.c_str());
+    std::fprintf(stderr, "tqref check: --inject %s; allowed: %s\n", inject.c_str(),
+                 fault_names_list().c_str());
     return kExitUsage;
   }
   try {
