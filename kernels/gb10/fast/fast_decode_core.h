@@ -60,8 +60,8 @@ template <uint32_t kHdim> struct Shared {
   float cb16[16];                              // fp16(CB) as f32
   float fp8[256];                              // fp8 E4M3 byte -> f32 (exact)
   float sc[kDecodeWarps][kTile * kMaxHT];      // scores of the current tile
-  float ef[kDecodeWarps][kTile * kMaxHT];      // softmax factors of the current tile
-  float eo[kDecodeWarps][kTile * kMaxHT];      // rescale factor of the step starting at j
+  float ef[2][kDecodeWarps][kTile * kMaxHT];   // softmax factors of a tile (two tiles in flight)
+  float eo[2][kDecodeWarps][kTile * kMaxHT];   // rescale factor of the step starting at j
   float m[kDecodeWarps], l[kDecodeWarps];      // merge: warp states of one head
   float o[kDecodeWarps][kHdim];
 };
@@ -109,6 +109,15 @@ TQF_HD void walker_init(Walker& w, uint32_t begin, uint32_t end, const int32_t* 
 struct Tile {
   uint32_t n, start_mask, batch_mask, slot0;
   int32_t phys;
+};
+
+// A tile between its two phases: scores, factors and V loads done (factors in shared buffer
+// `buf`), o updates pending. The V loads of one tile are in flight while the next tile's
+// scores are computed.
+struct Pending {
+  Tile t;
+  uint32_t buf, use_mask;  // use_mask bit j*HT + h: head h uses position j (ef > THRESH)
+  uint32_t vword[kTile], vscale[kTile];
 };
 
 // The seed takes a batch at p iff 4 positions remain in the block and in the range
@@ -282,10 +291,12 @@ TQF_UNROLL
   unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
 
   Walker wk;
-  // One tile. kFull: a tile of kTile positions made of two batches (the common case inside a
-  // cache block), with every mask a constant; otherwise the masks of `t`.
-  auto run_tile = [&](const Tile& t, auto full) {
+  // Phase A of a tile: scores, the softmax chain (m, l, factors into buffer pd.buf), the skip
+  // decisions and the V loads. kFull: a tile of kTile positions made of two batches (the
+  // common case inside a cache block), with every mask a constant; otherwise the masks of t.
+  auto phase_a = [&](Pending& pd, auto full) {
     constexpr bool kFull = decltype(full)::value;
+    const Tile& t = pd.t;
     const uint32_t tn = kFull ? kTile : t.n;
     const uint32_t start_mask = kFull ? 0x11u : t.start_mask;
     const uint32_t batch_mask = kFull ? 0x11u : t.batch_mask;
@@ -363,12 +374,12 @@ TQF_UNROLL
             }
             const float eo = ops.expf(Ops::sub(m, mn));
             l = Ops::mul(l, eo);
-            if (lane < HT) sm.eo[warp][j * HT + my_h] = eo;
+            if (lane < HT) sm.eo[pd.buf][warp][j * HT + my_h] = eo;
             m = mn;
           }
           const float ef = ops.expf(Ops::sub(s, mn));
           l = Ops::add(l, ef);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
-          if (lane < HT) sm.ef[warp][j * HT + my_h] = ef;
+          if (lane < HT) sm.ef[pd.buf][warp][j * HT + my_h] = ef;
         }
       }
     }
@@ -376,8 +387,9 @@ TQF_UNROLL
 
     // V rows used by any head of the tile, all loads issued before use.
     const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(phys) * a.v_block_stride;
-    uint32_t vword[kTile], vscale[kTile];
-    uint32_t use_mask = 0;  // bit j*HT + h: head h uses position j (ef > THRESH)
+    uint32_t* vword = pd.vword;
+    uint32_t* vscale = pd.vscale;
+    uint32_t use_mask = 0;
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
       vword[j] = 0;
@@ -386,7 +398,7 @@ TQF_UNROLL
         uint32_t any = 0;
 TQF_UNROLL
         for (uint32_t h = 0; h < HT; ++h) {
-          const uint32_t use = sm.ef[warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
+          const uint32_t use = sm.ef[pd.buf][warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
           use_mask |= use << (j * HT + h);
           any |= use;
         }
@@ -394,35 +406,44 @@ TQF_UNROLL
         if constexpr (kStats) n_vrows += any;
       }
     }
+    pd.use_mask = use_mask;
+  };
 
-    // o updates in step order: rescale at each step start, then o + ef*v per position. kAll:
-    // every head uses every position of the tile (the common case; no per-head tests).
-    auto o_update = [&](auto all) {
-      constexpr bool kAll = decltype(all)::value;
+  // Phase B: o updates in step order, rescale at each step start, then o + ef*v per position.
+  // kAll: every head uses every position of the tile (the common case; no per-head tests).
+  auto phase_b = [&](const Pending& pd, auto full, auto all) {
+    constexpr bool kFull = decltype(full)::value;
+    constexpr bool kAll = decltype(all)::value;
+    const uint32_t tn = kFull ? kTile : pd.t.n;
+    const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
+    const uint32_t use_mask = pd.use_mask;
+    const float(&ef_buf)[kTile * kMaxHT] = sm.ef[pd.buf][warp];
+    const float(&eo_buf)[kTile * kMaxHT] = sm.eo[pd.buf][warp];
+    {
 TQF_UNROLL
       for (uint32_t j = 0; j < kTile; ++j) {
         if (j < tn) {
           if ((start_mask >> j) & 1u) {
 TQF_UNROLL
             for (uint32_t h = 0; h < HT; ++h) {
-              const float eo = sm.eo[warp][j * HT + h];
+              const float eo = eo_buf[j * HT + h];
 TQF_UNROLL
               for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
             }
           }
           float v[VEC];
           if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
-            const float gs = sm.fp8[vscale[j]];
+            const float gs = sm.fp8[pd.vscale[j]];
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i)
-              v[i] = Ops::mul(sm.cb16[(vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+              v[i] = Ops::mul(sm.cb16[(pd.vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
           } else {
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
           }
 TQF_UNROLL
           for (uint32_t h = 0; h < HT; ++h) {
-            const float ef = sm.ef[warp][j * HT + h];
+            const float ef = ef_buf[j * HT + h];
             if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
 TQF_UNROLL
               for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
@@ -436,25 +457,47 @@ TQF_UNROLL
           if constexpr (kStats) n_pairs += HT;
         }
       }
-    };
-    const uint32_t used_bits = tn * HT;  // <= 32
-    const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
-    if (use_mask == all_mask) {
-      o_update(BoolC<true>{});
-    } else {
-      o_update(BoolC<false>{});
     }
-    ops.sync_warp();  // sc/ef/eo are rewritten by the next tile
+  };
+  auto run_a = [&](Pending& pd) {
+    if (pd.t.n == kTile) {
+      phase_a(pd, BoolC<true>{});
+    } else {
+      phase_a(pd, BoolC<false>{});
+    }
+  };
+  auto run_b = [&](const Pending& pd) {
+    const uint32_t used_bits = pd.t.n * HT;  // <= 32
+    const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
+    if (pd.t.n == kTile && pd.use_mask == all_mask) {
+      phase_b(pd, BoolC<true>{}, BoolC<true>{});
+    } else if (pd.t.n == kTile) {
+      phase_b(pd, BoolC<true>{}, BoolC<false>{});
+    } else {
+      phase_b(pd, BoolC<false>{}, BoolC<false>{});
+    }
   };
 
+  // Software pipeline over the warp's tiles: phase A of tile i+1 runs before phase B of tile i.
+  // The m/l chain (phase A) and the o updates (phase B) each stay in tile order.
   walker_init<Ops>(wk, w_begin, w_end, table, B);
-  while (wk.p < wk.w_end) {
-    Tile t;
-    next_tile<Ops>(wk, t, table, B);
-    if (t.n == kTile) {
-      run_tile(t, BoolC<true>{});
-    } else {
-      run_tile(t, BoolC<false>{});
+  if (wk.p < wk.w_end) {
+    Pending cur;
+    cur.buf = 0;
+    next_tile<Ops>(wk, cur.t, table, B);
+    run_a(cur);
+    for (;;) {
+      const bool more = wk.p < wk.w_end;
+      Pending nxt;
+      if (more) {
+        nxt.buf = cur.buf ^ 1u;
+        next_tile<Ops>(wk, nxt.t, table, B);
+        run_a(nxt);
+      }
+      run_b(cur);
+      ops.sync_warp();  // buffer cur.buf is rewritten by the tile after next
+      if (!more) break;
+      cur = nxt;
     }
   }
 

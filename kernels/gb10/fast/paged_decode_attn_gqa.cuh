@@ -11,6 +11,11 @@
 #endif
 static_assert(HDIM == 128 || HDIM == 256, "HDIM must be 128 or 256");
 
+// CTAs per SM the register allocation must allow: 2 at HDIM 128 (128 registers, no spills; the
+// main shapes have about 2 CTAs per SM), 1 at HDIM 256 (capping it at 128 registers spills
+// about 0.9 KB per thread).
+#define TQREF_GQA_MIN_CTAS (HDIM == 128 ? 2 : 1)
+
 namespace tqref::fastdec {
 
 template <Format F, uint32_t kHdim, bool kStats>
@@ -41,7 +46,7 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
                          sliding_window, STATS, nullptr}
 
 #define TQREF_DEFINE_GQA_DECODER(NAME, FMT)                                                      \
-  extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
+  extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME(                                        \
       const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
       __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
       uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
@@ -50,7 +55,7 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
     const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
     tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, false>(a);                             \
   }                                                                                              \
-  extern "C" __global__ void __launch_bounds__(256) NAME##_stats(                                \
+  extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME##_stats(                                \
       const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
       __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
       uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
