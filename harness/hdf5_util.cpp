@@ -1,10 +1,26 @@
 #include "hdf5_util.h"
 
+#include <cstring>
 #include <type_traits>
+
+#include "isolated_call.h"
+
+// Variable-length strings are read in a child process that uses the parent's open file
+// (isolated_call.h). HDF5's default sec2 driver then reads with pread, which leaves the file
+// offset shared with the parent alone; without pread the child's lseek would move it under the
+// parent's cached position.
+#ifndef H5_HAVE_PREADWRITE
+#error "libhdf5 without pread (H5_HAVE_PREADWRITE): the isolated variable-length string read is unsafe"
+#endif
 
 namespace tqref::h5 {
 
 namespace {
+
+// Deadline and size limit of one variable-length string read in the child: a valid attribute
+// takes microseconds; libhdf5 looping on a corrupt global heap never ends (finding 4).
+constexpr double kVlenReadTimeoutS = 5.0;
+constexpr size_t kMaxStringBytes = size_t(1) << 24;
 
 // HDF5 prints its own error stack by default; we turn errors into exceptions instead.
 struct SilenceHdf5 {
@@ -92,7 +108,7 @@ Node Node::create_file(const std::string& path) {
   H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (f < 0) throw Error(path + ": cannot create HDF5 file");
-  return Node(path, "/", Handle(f, H5Fclose));
+  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
 }
 
 Node Node::open_file(const std::string& path) {
@@ -100,21 +116,21 @@ Node Node::open_file(const std::string& path) {
   if (is <= 0) throw Error(path + ": not a readable HDF5 file (missing, truncated or corrupt)");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) throw Error(path + ": cannot open HDF5 file (truncated or corrupt metadata)");
-  return Node(path, "/", Handle(f, H5Fclose));
+  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
 }
 
 Node Node::open_file_rw(const std::string& path) {
   if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not a readable HDF5 file");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (f < 0) throw Error(path + ": cannot open HDF5 file for writing");
-  return Node(path, "/", Handle(f, H5Fclose));
+  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
 }
 
 Node Node::group(const std::string& name) const {
   if (!has(name)) throw Error(where(name) + ": group missing");
   hid_t g = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);
   if (g < 0) throw Error(where(name) + ": cannot open group");
-  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose));
+  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose), state_);
 }
 
 Node Node::create_group(const std::string& name) const {
@@ -123,7 +139,7 @@ Node Node::create_group(const std::string& name) const {
   H5Pset_obj_track_times(gcpl.get(), 0);  // no timestamps: equal contents give equal bytes
   hid_t g = H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT);
   if (g < 0) throw Error(where(name) + ": cannot create group");
-  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose));
+  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose), state_);
 }
 
 bool Node::has(const std::string& name) const {
@@ -267,7 +283,55 @@ Handle open_attr(const Node& n, const std::string& obj, const std::string& name,
   hid_t t = target(n, o);
   if (H5Aexists(t, name.c_str()) <= 0)
     throw Error(n.where(obj) + ": attribute '" + name + "' missing");
-  return Handle(H5Aopen(t, name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle a(H5Aopen(t, name.c_str(), H5P_DEFAULT), H5Aclose);
+  if (!a) throw Error(n.where(obj) + ": cannot open attribute '" + name + "'");
+  return a;
+}
+
+// The scalar readers below read one element: an attribute holding several would be written past
+// the single value H5Aread is given.
+void require_one_element(const Node& n, const std::string& obj, const std::string& name, hid_t a) {
+  Handle space(H5Aget_space(a), H5Sclose);
+  const hssize_t count = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (count != 1)
+    throw Error(n.where(obj) + ": attribute '" + name + "' holds " + std::to_string(count) +
+                " elements; expected a single value");
+}
+
+// One variable-length string, read in a child process (isolated_call.h): libhdf5 1.10 follows
+// the global heap's stored lengths without checking them, so a corrupt file can make H5Aread loop
+// forever or copy with a wild length (docs/reliability.md, findings 4 and 5). The parent never
+// reads the attribute itself.
+std::string read_vlen_string(const Node& n, const std::string& obj, const std::string& name, hid_t a,
+                             H5T_cset_t cset, FileState& file) {
+  if (!file.vlen_failure.empty())
+    throw Error(n.where(obj) + ": attribute '" + name + "' not read: libhdf5 already failed on a "
+                "variable-length string of this file (" + file.vlen_failure + ")");
+  const IsolatedResult r = run_isolated(
+      [a, cset](std::string& out) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        // Same character set as the file (h5py writes UTF-8): HDF5 does not convert ASCII <-> UTF-8.
+        H5Tset_cset(mt, cset);
+        char* s = nullptr;
+        if (mt < 0 || H5Aread(a, mt, &s) < 0) return false;
+        if (s) out.assign(s, ::strnlen(s, kMaxStringBytes + 1));
+        return true;  // nothing freed or closed: the child leaves with _exit
+      },
+      kVlenReadTimeoutS, kMaxStringBytes);
+  switch (r.status) {
+    case IsolatedResult::Status::ok:
+      return r.data;
+    case IsolatedResult::Status::refused:
+      throw Error(n.where(obj) + ": cannot read attribute '" + name + "'");
+    case IsolatedResult::Status::too_large:
+      throw Error(n.where(obj) + ": attribute '" + name + "' is a variable-length string above " +
+                  "2^24 bytes; allowed: up to 16 MiB");
+    default:
+      file.vlen_failure = "attribute '" + name + "' of " + n.where(obj) + ": " + r.describe(kVlenReadTimeoutS);
+      throw Error(n.where(obj) + ": attribute '" + name + "' is corrupt (libhdf5 failed reading its "
+                  "variable-length string: " + r.describe(kVlenReadTimeoutS) + ")");
+  }
 }
 
 }  // namespace
@@ -310,18 +374,9 @@ std::string Node::attr_string(const std::string& name, const std::string& obj) c
   Handle type(H5Aget_type(a.get()), H5Tclose);
   if (H5Tget_class(type.get()) != H5T_STRING)
     throw Error(where(obj) + ": attribute '" + name + "' is not a string");
-  if (H5Tis_variable_str(type.get()) > 0) {
-    char* s = nullptr;
-    Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mt.get(), H5T_VARIABLE);
-    // Same character set as the file (h5py writes UTF-8): HDF5 does not convert ASCII <-> UTF-8.
-    H5Tset_cset(mt.get(), H5Tget_cset(type.get()));
-    if (H5Aread(a.get(), mt.get(), &s) < 0)
-      throw Error(where(obj) + ": cannot read attribute '" + name + "'");
-    std::string r = s ? s : "";
-    H5free_memory(s);
-    return r;
-  }
+  require_one_element(*this, obj, name, a.get());
+  if (H5Tis_variable_str(type.get()) > 0)
+    return read_vlen_string(*this, obj, name, a.get(), H5Tget_cset(type.get()), *state_);
   size_t n = H5Tget_size(type.get());
   if (n == 0 || n > (size_t(1) << 24))  // a corrupt type size; our strings are far below 16 MiB
     throw Error(where(obj) + ": attribute '" + name + "' has string size " + std::to_string(n) +
@@ -339,6 +394,7 @@ int64_t Node::attr_int(const std::string& name, const std::string& obj) const {
   Handle type(H5Aget_type(a.get()), H5Tclose);
   if (H5Tget_class(type.get()) != H5T_INTEGER)
     throw Error(where(obj) + ": attribute '" + name + "' is not an integer");
+  require_one_element(*this, obj, name, a.get());
   int64_t v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");
@@ -352,6 +408,7 @@ double Node::attr_double(const std::string& name, const std::string& obj) const 
   H5T_class_t c = H5Tget_class(type.get());
   if (c != H5T_FLOAT && c != H5T_INTEGER)
     throw Error(where(obj) + ": attribute '" + name + "' is not a number");
+  require_one_element(*this, obj, name, a.get());
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");

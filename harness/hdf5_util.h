@@ -36,6 +36,14 @@ class Handle {
 
 // A file (or group) with its path, for error messages. Files are created with object
 // timestamps off and fixed library bounds, so equal contents give byte-identical files.
+// State shared by every Node of one opened file.
+struct FileState {
+  // Set when libhdf5 failed (crashed, looped) reading a variable-length string of this file: its
+  // global heap is corrupt, so later variable-length reads are refused at once instead of each
+  // costing the isolated read's deadline. Holds the first failure's message.
+  std::string vlen_failure;
+};
+
 class Node {
  public:
   static Node create_file(const std::string& path);  // truncates
@@ -75,10 +83,11 @@ class Node {
   std::string where(const std::string& obj = "") const;  // "file.h5:/group/obj"
 
  private:
-  Node(std::string file, std::string path, Handle h)
-      : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)) {}
+  Node(std::string file, std::string path, Handle h, std::shared_ptr<FileState> state)
+      : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)), state_(std::move(state)) {}
   std::string file_, path_;
   Handle h_;
+  std::shared_ptr<FileState> state_;
 };
 
 }  // namespace tqref::h5
