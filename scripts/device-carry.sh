@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine without Boost/HDF5 libraries needs to run a tqref build made here:
-# the tqref binary, the kernel modules (our own and the mutants) and the non-system shared
+# the tqref binary, the kernel modules (our own, the mutants, the faulty ones) and the non-system shared
 # libraries it links, into .device-carry/ (ignored by git). On the GPU machine:
 #   export LD_LIBRARY_PATH=$PWD/.device-carry/lib; .device-carry/bin/tqref ...
 set -euo pipefail
@@ -11,6 +11,8 @@ mkdir -p "$out/bin" "$out/lib" "$out/modules"
 cp "$build/harness/tqref" "$out/bin/"
 if [ -d "$build/kernels/modules" ]; then cp -r "$build/kernels/modules/." "$out/modules/"; fi
 if [ -d "$build/kernels/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$build/kernels/mutants/." "$out/mutants/"; fi
+# Faulty decoders for scripts/device-faults.sh (target tqref_faulty_modules): kept out of modules/.
+if [ -d "$build/kernels/faulty" ]; then mkdir -p "$out/faulty" && cp -r "$build/kernels/faulty/." "$out/faulty/"; fi
 # Everything ldd resolves except the C runtime, which the target system provides.
 ldd "$out/bin/tqref" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |

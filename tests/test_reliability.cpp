@@ -16,6 +16,8 @@
 
 #include "common/atomic_output.h"
 #include "common/deadline_wait.h"
+#include "common/launch_fault_policy.h"
+#include "isolated_call.h"
 
 namespace fs = std::filesystem;
 using namespace tqref::common;
@@ -129,6 +131,80 @@ BOOST_AUTO_TEST_CASE(deadline_wait_outcomes) {
   BOOST_TEST((r.outcome == WaitOutcome::timed_out));
   BOOST_TEST(waited >= 0.1);
   BOOST_TEST(waited < 0.5);
+}
+
+// Would catch: a GPU backend that resets the context while a timed-out kernel still runs (the
+// reset would wait for it: `tqref check` hangs), resets after an ordinary error (needless
+// reloads), continues without a reset after a sticky fault (every later case fails with the same
+// error), or resets when the caller did not ask for it (tqref conform stops at the first fault).
+BOOST_AUTO_TEST_CASE(launch_fault_policy) {
+  using tqref::common::AfterLaunchError;
+  using tqref::common::after_launch_error;
+  for (bool reset : {false, true}) {
+    BOOST_TEST((after_launch_error(true, true, reset) == AfterLaunchError::abandon));
+    BOOST_TEST((after_launch_error(false, false, reset) == AfterLaunchError::next_case));
+  }
+  BOOST_TEST((after_launch_error(true, false, true) == AfterLaunchError::reset_and_continue));
+  BOOST_TEST((after_launch_error(true, false, false) == AfterLaunchError::stop));
+  // The later cases' error names the faulting case and why nothing was launched.
+  const std::string hung = tqref::common::not_launched_message("0006_decode", true);
+  BOOST_TEST(hung.find("0006_decode") != std::string::npos);
+  BOOST_TEST(hung.find("abandoned") != std::string::npos);
+  const std::string trapped = tqref::common::not_launched_message("0006_decode", false);
+  BOOST_TEST(trapped.find("faulted the GPU context") != std::string::npos);
+}
+
+// Would catch: an isolated library call whose crash, endless loop or oversized result reaches
+// the caller (the variable-length string reads of hdf5_util.cpp rely on it), a child that runs
+// the parent's signal handlers (Boost.Test's here: the child would carry on as a second test
+// runner), a timeout that is not enforced, or a result that is lost or mislabelled.
+BOOST_AUTO_TEST_CASE(isolated_call_contains_crashes_and_hangs) {
+  using tqref::IsolatedResult;
+  using tqref::run_isolated;
+  using S = IsolatedResult::Status;
+  IsolatedResult r = run_isolated([](std::string& out) { out.assign(200000, 'x'); return true; }, 5, 1 << 20);
+  BOOST_TEST((r.status == S::ok));
+  BOOST_TEST(r.data.size() == 200000u);  // more than one pipe buffer
+  r = run_isolated([](std::string&) { return false; }, 5, 1 << 20);
+  BOOST_TEST((r.status == S::refused));
+  r = run_isolated([](std::string&) { ::raise(SIGSEGV); return true; }, 5, 1 << 20);
+  BOOST_TEST((r.status == S::failed));
+  BOOST_TEST(r.signal == SIGSEGV);
+  BOOST_TEST(r.describe(5).find("signal 11") != std::string::npos, r.describe(5));
+  r = run_isolated([](std::string&) -> bool { std::abort(); }, 5, 1 << 20);
+  BOOST_TEST((r.status == S::failed));
+  BOOST_TEST(r.signal == SIGABRT);
+  r = run_isolated([](std::string& out) { out.assign(5000, 'y'); return true; }, 5, 4096);
+  BOOST_TEST((r.status == S::too_large));
+  const auto t0 = std::chrono::steady_clock::now();
+  r = run_isolated([](std::string&) { for (volatile int spin = 0;; spin = spin + 1) {} return true; }, 0.3, 1 << 20);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST((r.status == S::timed_out));
+  BOOST_TEST(waited >= 0.3);
+  BOOST_TEST(waited < 2.0);
+  BOOST_TEST(r.describe(0.3).find("no result within") != std::string::npos);
+}
+
+// Would catch: libhdf5's endless loop or memory corruption on a corrupt variable-length string
+// attribute (fuzz findings 4 and 5, docs/reliability.md) reaching tqref again: both files must be
+// refused with exit 3 naming the file and the attribute, within the 5 s read deadline plus margin.
+BOOST_AUTO_TEST_CASE(corrupt_vlen_string_attributes_are_refused) {
+  const fs::path root = TQREF_SOURCE_DIR "/tests/fuzz/regressions/fuzz_trace_reader";
+  for (const char* name : {"trace_vlen_global_heap_hang.h5", "trace_vlen_global_heap_overlap.h5"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const fs::path d = scratch("vlen");
+      const auto t0 = std::chrono::steady_clock::now();
+      const int code = run("'" TQREF_CLI "' trace-validate '" + (root / name).string() + "' > '" +
+                           (d / "out.txt").string() + "' 2>&1");
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::string out = slurp(d / "out.txt");
+      BOOST_TEST(code == 3, out);
+      BOOST_TEST(out.find(name) != std::string::npos, out);
+      BOOST_TEST(out.find("' is corrupt (libhdf5 failed reading its variable-length string") != std::string::npos, out);
+      BOOST_TEST(secs < 30.0);
+      fs::remove_all(d);
+    }
+  }
 }
 
 // Would catch: model results that depend on how OpenMP splits the work (shared state between

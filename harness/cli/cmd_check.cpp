@@ -1,5 +1,7 @@
 // `tqref check FILE --backend NAME`: re-runs every golden case on a backend and compares every
 // byte of what it produced (and the guard bands around it) with the stored expectation.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -163,7 +165,9 @@ int cmd_check(const std::vector<std::string>& args) {
     if (backend_name == "gpu") {
       try {
         auto g = std::make_unique<gpu::GpuBackend>(
-            gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold, ga.launch_timeout}, ex2p);
+            gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold, ga.launch_timeout,
+                            /*reset_after_fault=*/true},
+            ex2p);
         std::printf("GPU %d: %s\n", ga.device, gpu::describe_device(g->device()).c_str());
         gpu_backend = g.get();
         backend = std::move(g);
@@ -243,19 +247,37 @@ int cmd_check(const std::vector<std::string>& args) {
     const std::string json = level == "T" ? "{\"level\":\"T\",\"summary\":" + report_json(run, verdicts) +
                                                 ",\"tolerance\":" + level_t_json(tverdicts, topt) + "}\n"
                                           : report_json(run, verdicts);
+    // Leaves the command; after a launch timeout without any CUDA teardown: a kernel may still
+    // run, and destructors or libcuda's exit handlers could wait for it. The driver kills the
+    // kernel when the process's device files close.
+    const auto leave = [&](int code) {
+#if TQREF_HAVE_GPU
+      if (gpu_backend && gpu_backend->abandoned()) {
+        std::fprintf(stderr, "tqref check: exiting without CUDA teardown (a kernel may still run)\n");
+        std::fflush(nullptr);
+        _exit(code);
+      }
+#endif
+      return code;
+    };
     if (!report.empty() && !write_text(report, json)) {
       std::fprintf(stderr, "tqref check: cannot write --report %s\n", report.c_str());
-      return kExitInternal;
+      return leave(kExitInternal);
     }
     if (!junit.empty() && !write_text(junit, report_junit(run, verdicts))) {
       std::fprintf(stderr, "tqref check: cannot write --junit %s\n", junit.c_str());
-      return kExitInternal;
+      return leave(kExitInternal);
     }
 #if TQREF_HAVE_GPU
-    if (gpu_backend && !gpu_backend->fault_case().empty()) {
-      std::fprintf(stderr, "tqref check: case %s faulted the GPU; later cases were not launched\n",
-                   gpu_backend->fault_case().c_str());
-      return kExitGpuFault;
+    if (gpu_backend && !gpu_backend->faulted_cases().empty()) {
+      std::string names;
+      for (const auto& n : gpu_backend->faulted_cases()) names += (names.empty() ? "" : ", ") + n;
+      const std::string& stop = gpu_backend->fault_case();
+      std::fprintf(stderr, "tqref check: %zu case(s) faulted the GPU: %s; %s\n",
+                   gpu_backend->faulted_cases().size(), names.c_str(),
+                   stop.empty() ? "the context was reset after each fault and every later case was run"
+                                : ("cases after " + stop + " were not launched").c_str());
+      return leave(kExitGpuFault);
     }
 #endif
     if (verdicts.empty()) {

@@ -15,9 +15,10 @@ namespace tqref::gpu {
 #define TQREF_REQUIRED_CALLS(X)                                                                   \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)       \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                   \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                     \
-  X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)                  \
-  X(cuMemcpyDtoH) X(cuMemsetD8) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)    \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxReset)            \
+  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree)             \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuModuleLoadDataEx) X(cuModuleUnload)        \
+  X(cuModuleGetFunction)                                                                        \
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)  \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamQuery)
 // Newer entry points (CUDA 12.3/12.4) used only to list a module's kernels in error messages.
@@ -196,6 +197,17 @@ Context::Context(int ordinal) : drv_(Driver::require()), info_(drv_.device(ordin
 
 Context::~Context() {
   if (ctx_) drv_.api().cuDevicePrimaryCtxRelease(CUdevice(dev_));
+}
+
+void Context::reset() {
+  const std::string at = "(device " + std::to_string(info_.ordinal) + ")";
+  if (ctx_) drv_.api().cuDevicePrimaryCtxRelease(CUdevice(dev_));  // the faulted context's error is moot
+  ctx_ = nullptr;
+  drv_.check(drv_.api().cuDevicePrimaryCtxReset(CUdevice(dev_)), "cuDevicePrimaryCtxReset" + at);
+  CUcontext c = nullptr;
+  drv_.check(drv_.api().cuDevicePrimaryCtxRetain(&c, CUdevice(dev_)), "cuDevicePrimaryCtxRetain" + at);
+  ctx_ = c;
+  make_current();
 }
 
 void Context::make_current() const {

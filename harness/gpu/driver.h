@@ -68,6 +68,14 @@ class Context {
   void make_current() const;
   void synchronize() const;  // cuCtxSynchronize: surfaces asynchronous kernel faults
   uint64_t free_memory() const;
+  // After a sticky fault (trap, illegal address): cuDevicePrimaryCtxReset destroys every
+  // allocation, module and stream of the primary context, which is then retained afresh and made
+  // current. Every Module, Stream and DeviceBuffer of the old context must be gone (or released)
+  // before: their handles are dead. Throws gpu::Error when the device cannot be used again.
+  void reset();
+  // Gives up the context without releasing it: after a launch timeout the kernel may still run,
+  // and tearing the context down could wait for it. The process then exits without CUDA teardown.
+  void abandon() { ctx_ = nullptr; }
 
  private:
   const Driver& drv_;
@@ -87,6 +95,8 @@ class Stream {
   // otherwise the CUresult of a failure (not thrown: the launch watchdog classifies it).
   int query() const;
   void* handle() const { return s_; }
+  // Forgets the stream without destroying it (a kernel that outlived the watchdog still runs on it).
+  void release() { s_ = nullptr; }
 
  private:
   void* s_ = nullptr;
@@ -119,6 +129,9 @@ class DeviceBuffer {
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
   void fill(uint8_t value, size_t bytes, size_t offset = 0);  // cuMemsetD8
+  // Forgets the allocation without cuMemFree, which waits for running kernels: used when a kernel
+  // that may use the buffer outlived the launch watchdog.
+  void release() { ptr_ = 0; bytes_ = 0; }
 
  private:
   void range_check(const char* what, size_t bytes, size_t offset) const;
@@ -160,6 +173,8 @@ class Module {
   Function function(const std::string& name) const;
   std::vector<std::string> function_names() const;  // empty where the driver cannot enumerate
   const std::string& label() const { return label_; }
+  // Forgets the module without cuModuleUnload (its context was reset or abandoned).
+  void release() { m_ = nullptr; }
 
  private:
   Module(void* m, std::string label) : m_(m), label_(std::move(label)) {}

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/case_checks.h"
+#include "common/launch_fault_policy.h"
 #include "ex2_profile_io.h"
 #include "golden/launch_buffers.h"
 #include "gpu/launch.h"
@@ -138,6 +139,8 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
                "-DTQ_PLUS_SPARSE_V_THRESHOLD=<it> and --threshold";
     }
   }
+  // Stopped after a fault: no CUDA call (the modules are gone); run() says "not launched".
+  if (!fault_case_.empty()) return "";
   std::string why;
   try {
     if (!kernel_for(c, &why)) return why;
@@ -180,11 +183,19 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
     grid.y = c.d.p.num_seqs;
   }
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)
+    std::optional<Stream> stream;
     try {
       ctx_.synchronize();  // uploads complete before the kernel starts on its own stream
-      const Stream stream;
-      f->launch(grid, block, args.params(), 0, &stream);
-      wait_for_launch(stream, opt_.launch_timeout_s, "case " + c.name + ", " + f->name());
+      stream.emplace();
+      f->launch(grid, block, args.params(), 0, &*stream);
+      wait_for_launch(*stream, opt_.launch_timeout_s, "case " + c.name + ", " + f->name());
+    } catch (const LaunchTimeout& e) {
+      // The kernel still runs and uses these buffers: cuMemFree would wait for it (forever, for a
+      // hang), so the allocations and the stream are forgotten, not freed.
+      for (DeviceBuffer& d : dev) d.release();
+      stream->release();
+      abandoned_ = true;
+      throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
     } catch (const Error& e) {
       throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
     }
@@ -197,11 +208,56 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
   }
 }
 
+void GpuBackend::release_modules() {
+  for (auto& [name, m] : builtin_) m.release();
+  if (external_) external_->release();
+}
+
+void GpuBackend::reset_context() {
+  kernels_.clear();
+  missing_.clear();
+  builtin_.clear();  // cuModuleUnload in a faulted context returns its sticky error, ignored
+  external_.reset();
+  ctx_.reset();
+  {
+    // A fault that survived the reset shows here rather than as a wrong verdict of the next case.
+    DeviceBuffer probe(256);
+    probe.fill(0, 256);
+    ctx_.synchronize();
+  }
+  if (!opt_.module_path.empty()) external_.emplace(Module::from_file(opt_.module_path));
+}
+
+void GpuBackend::after_fault(const std::string& name, std::string& error) {
+  faulted_cases_.push_back(name);
+  switch (common::after_launch_error(true, abandoned_, opt_.reset_after_fault)) {
+    case common::AfterLaunchError::abandon:
+      release_modules();
+      ctx_.abandon();
+      break;
+    case common::AfterLaunchError::reset_and_continue:
+      try {
+        reset_context();
+        error += "\n  GPU context reset and modules reloaded; the next case runs in a fresh context";
+        return;
+      } catch (const Error& e) {
+        error += "\n  GPU context reset failed: " + std::string(e.what()) + "; nothing more is launched";
+        release_modules();
+      }
+      break;
+    case common::AfterLaunchError::stop:
+    case common::AfterLaunchError::next_case:
+      break;
+  }
+  fault_case_ = name;
+  not_launched_ = common::not_launched_message(name, abandoned_);
+}
+
 CaseResult GpuBackend::run(const GoldenCase& c) {
   CaseResult r;
   const std::string kname = golden::kernel_name(c.kind, c.format);
   if (!fault_case_.empty()) {
-    r.error = "not launched: case " + fault_case_ + " faulted the GPU context before it";
+    r.error = not_launched_;
     return r;
   }
   try {
@@ -211,7 +267,7 @@ CaseResult GpuBackend::run(const GoldenCase& c) {
     r.buffers.clear();
     r.inputs.clear();
     r.error = "case " + c.name + ", kernel " + kname + ": " + e.what();
-    if (e.fault) fault_case_ = c.name;
+    if (e.fault) after_fault(c.name, r.error);
   }
   return r;
 }

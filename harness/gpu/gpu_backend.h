@@ -9,13 +9,18 @@
 // picked by the case's HDIM) or one external module file (cubin, PTX or fatbin) whose HDIM and
 // THRESH the caller states. Cases the module cannot run (kernel missing, other HDIM or THRESH)
 // are reported by cannot_run(), not launched. Every CUDA call is checked; errors name the call
-// and the case. After a sticky fault (illegal address, trap) the context is unusable: later cases
-// are not launched and say so.
+// and the case. After a sticky fault (illegal address, trap) the context is unusable: with
+// reset_after_fault the primary context is reset, the modules reloaded and the next case runs in
+// the fresh context; otherwise (or when the reset fails) later cases are not launched and say so.
+// After a watchdog timeout the kernel may still run: the context is abandoned (no reset, no
+// cuMemFree/cuModuleUnload/context release, which could wait for it; common/launch_fault_policy.h)
+// and the caller should leave with _exit once its reports are written (abandoned()).
 #pragma once
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "golden/backend.h"
 #include "gpu/driver.h"
@@ -36,6 +41,7 @@ struct GpuOptions {
   uint32_t hdim = 0;                     // external module: its decoders' HDIM (0 = not stated)
   float threshold = kSparseVThreshold;   // external module: its TQ_PLUS_SPARSE_V_THRESHOLD
   double launch_timeout_s = kDefaultLaunchTimeoutS;  // watchdog deadline of one launch (watchdog.h)
+  bool reset_after_fault = false;        // sticky fault: reset the context and go on (see above)
 };
 
 class GpuBackend : public golden::Backend {
@@ -52,14 +58,26 @@ class GpuBackend : public golden::Backend {
   golden::Ex2Source decode_ex2() const override { return ex2_source_; }
 
   const DeviceInfo& device() const { return ctx_.device(); }
-  // The case whose launch faulted the context ("" = none): `tqref check` exits kExitGpuFault.
+  // The case after whose fault nothing more is launched ("" = none; a fault followed by a
+  // successful reset does not set it).
   const std::string& fault_case() const { return fault_case_; }
+  // Every case whose launch faulted or timed out, in order: `tqref check` exits kExitGpuFault.
+  const std::vector<std::string>& faulted_cases() const { return faulted_cases_; }
+  // A kernel outlived the watchdog and may still run: exit with _exit, without CUDA teardown.
+  bool abandoned() const { return abandoned_; }
 
  private:
   const Module& module_for(const golden::GoldenCase& c) const;
   // The kernel of case c, or nullptr with *why set when the module lacks it.
   const Function* kernel_for(const golden::GoldenCase& c, std::string* why) const;
   void launch_case(const golden::GoldenCase& c, golden::CaseResult& r);
+  // Applies common::after_launch_error to a fault of case `name`; notes on `error` what followed.
+  void after_fault(const std::string& name, std::string& error);
+  // Drops every module and kernel of the faulted context, resets it, checks that the device
+  // works again and reloads the external module. Throws gpu::Error when any step fails.
+  void reset_context();
+  // Forgets every module without unloading it (the context is abandoned).
+  void release_modules();
 
   GpuOptions opt_;
   Context ctx_;
@@ -70,6 +88,9 @@ class GpuBackend : public golden::Backend {
   std::optional<Ex2Profile> device_ex2_;
   golden::Ex2Source ex2_source_;
   std::string fault_case_;
+  std::string not_launched_;  // error of the cases after fault_case_
+  std::vector<std::string> faulted_cases_;
+  bool abandoned_ = false;
 };
 
 // One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB), CUDA driver API 13.0, kernel module 580.x".

@@ -17,7 +17,7 @@ void wait_for_launch(const Stream& s, double timeout_s, const std::string& what)
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
   // The kernel is still running: nothing else can use this context. The caller stops launching.
-  throw Error("kernel " + what + " did not finish within " + secs + " s (launch watchdog, --launch-timeout); "
+  throw LaunchTimeout("kernel " + what + " did not finish within " + secs + " s (launch watchdog, --launch-timeout); "
               "it may never end (hang); the GPU context is abandoned",
               CUDA_ERROR_LAUNCH_TIMEOUT, true);
 }
