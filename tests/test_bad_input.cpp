@@ -314,6 +314,9 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config key_not_scalar.yaml --out o.h5", kBadInput, {"key_not_scalar.yaml"}},
       {"trace-validate ok.h5", kBadInput, {"ok.h5", "tqref.trace", "attribute 'schema' missing"}, 12},
       {"study --threads -3", kUsage, {"--threads -3"}},
+      // before any GPU work (exit 2, not 4 "no GPU" on a machine without one)
+      {"calibrate ex2 --raw-out nodir/f.raw", kUsage, {"--raw-out nodir/f.raw", "directory"}},
+      {"calibrate ex2 --raw-out .", kUsage, {"--raw-out . is a directory"}},
       {"study --out nodir/x.h5 --only theory --quick", kUsage, {"--out nodir/x.h5", "directory"}},
   };
   for (const Cli& c : cases) {

@@ -197,13 +197,15 @@ int run_on_gpu(const Options& o) {
   print_classes(m);
   compare_with_known(arch, m.fraction);
   if (!o.raw_out.empty()) {
-    std::ofstream raw(o.raw_out, std::ios::binary);
-    for (uint32_t v : m.fraction) {
-      const unsigned char le[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
-      raw.write(reinterpret_cast<const char*>(le), 4);
-    }
-    if (!raw) {
-      std::fprintf(stderr, "tqref calibrate ex2: cannot write %s\n", o.raw_out.c_str());
+    // Whole or not at all, like every other output (common/atomic_output.h): 32 MiB in memory.
+    std::string raw;
+    raw.reserve(4 * m.fraction.size());
+    for (uint32_t v : m.fraction)
+      for (int b = 0; b < 4; ++b) raw.push_back(char(uint8_t(v >> (8 * b))));
+    try {
+      common::write_file_atomic(o.raw_out, raw);
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "tqref calibrate ex2: --raw-out: %s\n", e.what());
       return kExitBadInput;
     }
     std::printf("wrote %s (F[0 .. 2^23], raw uint32 LE)\n", o.raw_out.c_str());
@@ -271,6 +273,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitOk;
   }
+  // Checked before any GPU work: a typo in the path fails now, not after the 2^32-input sweep.
+  if (!o.raw_out.empty())
+    if (const std::string why = common::output_path_problem(o.raw_out); !why.empty()) {
+      std::fprintf(stderr, "tqref calibrate ex2: --raw-out %s\n", why.c_str());
+      return kExitUsage;
+    }
   o.command_line = "tqref calibrate";
   for (const auto& a : args)
     o.command_line += a.find_first_of(" \t'\"") == std::string::npos ? " " + a : " '" + a + "'";
