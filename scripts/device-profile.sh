@@ -3,7 +3,8 @@
 # 32 seqs x 16384 positions) on the H200 (docs/performance.md, "Profile"). About 2 minutes.
 #   1. one launch each of the seed kernel and the GQA kernel at HT 4, --set full
 #      -> $OUT/profile.txt (details page), profile.csv, stalls.csv (warp-state and pipe metrics)
-#   2. SASS instruction histogram of both kernels -> $OUT/sass_histogram.txt
+#   2. per-instruction stall samples -> $OUT/sass_hot_<kernel>.txt (hottest 80) and sass_<kernel>.csv.gz
+#   3. SASS instruction histogram of both kernels -> $OUT/sass_histogram.txt
 # ncu runs with --clock-control none (the device VM does not allow clock locking).
 # Needs .device-carry from scripts/device-carry.sh. Usage on the device: bash scripts/device-profile.sh
 set -uo pipefail
@@ -37,6 +38,10 @@ for h, u, v in zip(hdr, units, vals):
         print(f"{h:90s} {v:>20s} {u}")
 PY
   rm -f "$out/raw_$name.csv"
+  ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass > "$out/source_$name.csv" 2>&1
+  python3 scripts/ncu_sass_hot.py "$out/source_$name.csv" "$out/sass_$name.csv.gz" 80 \
+    > "$out/sass_hot_$name.txt" 2>&1
+  rm -f "$out/source_$name.csv"
 done
 mods="$here/.device-carry/modules"
 if command -v cuobjdump >/dev/null; then

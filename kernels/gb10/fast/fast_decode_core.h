@@ -117,7 +117,7 @@ struct Tile {
 struct Pending {
   Tile t;
   uint32_t buf, use_mask;  // use_mask bit j*HT + h: head h uses position j (ef > THRESH)
-  uint32_t vword[kTile], vscale[kTile];
+  uint32_t vlo[kTile], vhi[kTile], vscale[kTile];  // load_v_raw() results, decoded in phase B
 };
 
 // The seed takes a batch at p iff 4 positions remain in the block and in the range
@@ -184,6 +184,9 @@ inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99
 // never leaves the row, whose length is a multiple of 4); otherwise byte by byte.
 template <Format F, uint32_t VEC> struct VPlace {
   static constexpr uint32_t kBits = FormatConst<F>::bits;
+  // A lane's VEC*b code bits never straddle a 32-bit word when VEC*b divides 32 (turbo2v,
+  // turbo4v; head_dim a multiple of 16, else the byte path): then no second word is loaded.
+  static constexpr bool kMayStraddle = 32 % (VEC * kBits) != 0;
   uint32_t row_bytes, scale_row_bytes;  // n*b/8 and n/16
   uint32_t byte0, shift;                // lane's first code byte in a row, bit shift inside it
   uint32_t word0, wshift;               // aligned path: lane's first 32-bit word, bit shift
@@ -204,22 +207,25 @@ TQF_HD VPlace<F, VEC> v_place(const Args& a, uint32_t kvh, uint32_t lane) {
   v.shift = bit0 % 8;
   v.word0 = bit0 / 32;
   v.wshift = bit0 % 32;
-  v.two_words = v.wshift + VEC * kBits > 32;
+  v.two_words = VPlace<F, VEC>::kMayStraddle && v.wshift + VEC * kBits > 32;
   v.scale_off = e0 / kGroupSize;
-  v.aligned = Ops::aligned4(a.v_cache) && a.v_block_stride % 4 == 0 && v.row_bytes % 4 == 0;
+  v.aligned = Ops::aligned4(a.v_cache) && a.v_block_stride % 4 == 0 && v.row_bytes % 4 == 0 &&
+              a.head_dim % kGroupSize == 0;
   return v;
 }
 
-// The lane's VEC codes (from bit 0) and scale byte of slot `slot` of V block `vblk`.
+// The raw bytes holding this lane's codes and its scale byte for slot `slot` of V block `vblk`.
+// Aligned path: the one or two 32-bit words as loaded (lo, hi); the shift waits for v_codes(),
+// so that nothing consumes the loads before phase B (a consumer right after the load would
+// stall the warp for the whole memory latency). Byte path: the codes already shifted, in lo.
 template <class Ops, Format F, uint32_t VEC>
 TQF_HD void load_v_raw(const Args& a, const VPlace<F, VEC>& vp, const uint8_t* vblk, uint32_t slot,
-                       uint32_t& word, uint32_t& scale_byte) {
+                       uint32_t& lo, uint32_t& hi, uint32_t& scale_byte) {
   constexpr uint32_t kBits = FormatConst<F>::bits;
   const uint8_t* row = vblk + slot * vp.row_bytes;
   if (vp.aligned) {
-    const uint32_t lo = Ops::load_u32(row + 4 * vp.word0);
-    const uint32_t hi = vp.two_words ? Ops::load_u32(row + 4 * vp.word0 + 4) : 0u;
-    word = static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> vp.wshift);
+    lo = Ops::load_u32(row + 4 * vp.word0);
+    hi = vp.two_words ? Ops::load_u32(row + 4 * vp.word0 + 4) : 0u;
   } else {
     const uint32_t nbytes = (vp.shift + VEC * kBits + 7) / 8;
     const uint8_t* cp = row + vp.byte0;
@@ -227,9 +233,18 @@ TQF_HD void load_v_raw(const Args& a, const VPlace<F, VEC>& vp, const uint8_t* v
 TQF_UNROLL
     for (uint32_t k = 0; k < 4; ++k)
       if (k < nbytes) w |= static_cast<uint32_t>(Ops::load_u8(cp + k)) << (8 * k);
-    word = w >> vp.shift;
+    lo = w >> vp.shift;
+    hi = 0;
   }
   scale_byte = Ops::load_u8(vblk + a.v_data_section + slot * vp.scale_row_bytes + vp.scale_off);
+}
+
+// The lane's VEC codes from bit 0, from what load_v_raw() loaded.
+template <Format F, uint32_t VEC>
+TQF_HD uint32_t v_codes(const VPlace<F, VEC>& vp, uint32_t lo, uint32_t hi) {
+  if (!vp.aligned) return lo;
+  if constexpr (!VPlace<F, VEC>::kMayStraddle) return lo >> vp.wshift;
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> vp.wshift);
 }
 
 // One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread of
@@ -387,12 +402,14 @@ TQF_UNROLL
 
     // V rows used by any head of the tile, all loads issued before use.
     const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(phys) * a.v_block_stride;
-    uint32_t* vword = pd.vword;
+    uint32_t* vlo = pd.vlo;
+    uint32_t* vhi = pd.vhi;
     uint32_t* vscale = pd.vscale;
     uint32_t use_mask = 0;
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
-      vword[j] = 0;
+      vlo[j] = 0;
+      vhi[j] = 0;
       vscale[j] = 0;
       if (j < tn) {
         uint32_t any = 0;
@@ -402,7 +419,7 @@ TQF_UNROLL
           use_mask |= use << (j * HT + h);
           any |= use;
         }
-        if (any) load_v_raw<Ops, F, VEC>(a, vp, vblk, t.slot0 + j, vword[j], vscale[j]);
+        if (any) load_v_raw<Ops, F, VEC>(a, vp, vblk, t.slot0 + j, vlo[j], vhi[j], vscale[j]);
         if constexpr (kStats) n_vrows += any;
       }
     }
@@ -434,9 +451,10 @@ TQF_UNROLL
           float v[VEC];
           if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
             const float gs = sm.fp8[pd.vscale[j]];
+            const uint32_t codes = v_codes<F, VEC>(vp, pd.vlo[j], pd.vhi[j]);
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i)
-              v[i] = Ops::mul(sm.cb16[(pd.vword[j] >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+              v[i] = Ops::mul(sm.cb16[(codes >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
           } else {
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
