@@ -52,17 +52,24 @@ for t in "${TARGETS[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
   # A timeout whose stack reaches libhdf5 before any tqref frame is libhdf5 looping on a corrupt
-  # file (docs/reliability.md, known limitation): reported, kept, not a failure.
+  # file outside the isolated reads (hdf5_util.cpp reads variable-length strings in a child with a
+  # deadline; findings 4 and 5): still a finding, labelled so that it is triaged as a library bug
+  # to contain, not a tqref loop.
   hdf5_hang=0
   if ((rc != 0)) && grep -q 'ERROR: libFuzzer: timeout' "$log"; then
     first=$(grep -m1 -E '^ +#[0-9]+ .* in (tqref::|H5|.*libhdf5)' "$log" || true)
     [[ "$first" == *libhdf5* || "$first" == *" in H5"* ]] && hdf5_hang=1
   fi
+  # Children that libhdf5 crashed or that timed out inside an isolated read (contained: the
+  # fuzzed reader refused the input) are counted from their sanitizer reports.
+  contained=$(grep -c '^==[0-9]*==ERROR: AddressSanitizer' "$log" || true)
   if ((rc == 0)); then
-    echo "fuzz: $t: ${execs:-?} executions in ${SECS} s, $cov, no findings"
+    echo "fuzz: $t: ${execs:-?} executions in ${SECS} s, $cov, no findings" \
+         "($contained sanitizer reports from isolated libhdf5 reads, contained)"
   elif ((hdf5_hang)); then
-    echo "fuzz: $t: stopped after ${execs:-?} executions by a hang inside libhdf5 (known limitation," \
-         "input in $findings); no tqref finding"
+    status=1
+    echo "fuzz: $t: FINDING: a hang inside libhdf5 outside the isolated reads after ${execs:-?}" \
+         "executions; input in $findings" >&2
   else
     status=1
     echo "fuzz: $t: FINDING after ${execs:-?} executions (exit $rc); inputs in $findings:" >&2
