@@ -54,17 +54,24 @@ run_check() {
   say "== $name: exit $rc, wall $wall s"
   sed 's/^/    stderr: /' "$out/$name.err.ts" | cut -c1-400 | tee -a "$summary" >/dev/null
 }
-# verdict NAME CASE-PREFIX: "pass", "error: <text>" or "absent" from the JSON report.
+# verdict NAME CASE: "pass", "error: <first line of the error>" or "absent" from the JSON report.
 verdict() {
-  local line
-  line=$(grep -o "{\"name\": \"$2[^\"]*\".*" "$out/$1.json" 2>/dev/null | head -1)
-  [[ -z $line ]] && { echo absent; return; }
-  if [[ $line == *'"pass": true'* ]]; then echo pass; else
-    echo "error: $(echo "$line" | sed 's/.*"error": "//; s/", "bytes_compared".*//' | cut -c1-300)"
-  fi
+  python3 - "$out/$1.json" "$2" <<'PY' 2>/dev/null || echo absent
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["results"] if r["name"] == sys.argv[2]]
+if not rows:
+    print("absent")
+elif rows[0]["pass"]:
+    print("pass")
+else:
+    print("error: " + " | ".join(rows[0].get("error", "").splitlines()))
+PY
 }
 # case_names NAME: the case names of the JSON report, in run order.
-case_names() { grep -o '{"name": "[^"]*"' "$out/$1.json" 2>/dev/null | sed 's/{"name": "//; s/"$//'; }
+case_names() {
+  python3 -c 'import json, sys; [print(r["name"]) for r in json.load(open(sys.argv[1]))["results"]]' \
+    "$out/$1.json" 2>/dev/null
+}
 common_checks() {  # NAME
   check "$1: JSON report written" "$([[ -s $out/$1.json ]]; echo $?)"
   check "$1: JUnit report written" "$([[ -s $out/$1.junit.xml ]]; echo $?)"
@@ -82,19 +89,33 @@ for f in trap illegal; do
   check "$f: stderr names the faulting case" "$(grep -q 'faulted the GPU: 0006_decode_turbo3v' "$out/$f.err.ts"; echo $?)"
   check "$f: stdout names case, kernel and CUDA error" \
     "$(grep -q 'case 0006_decode_turbo3v.*kernel paged_decode_attn_bf16k_turbo3v.*CUDA_ERROR_' "$out/$f.out"; echo $?)"
-  # Every case in the report, in order: turbo3v faults, every other decoder passes (before and
-  # after each context reset).
+  # Every case in the report, in order. The CUDA driver keeps a sticky error (trap, illegal
+  # address) for the whole process (measured on the H200, driver 580.159.04: after
+  # cuDevicePrimaryCtxReset, cuDevicePrimaryCtxRetain returns the same error), so after the
+  # first fault either the reset worked (turbo3v faults, every other case passes) or tqref stops
+  # cleanly: the faulting case names the failed reset, every later case is "not launched".
   n3=0
+  phase=before
   for c in $(case_names "$f"); do
     v=$(verdict "$f" "$c")
-    say "    report $c: $v"
-    case $c in
-      *turbo3v*) n3=$((n3 + 1)); check "$f: $c is a fault naming a CUDA error" "$([[ $v == error:*CUDA_ERROR_* ]]; echo $?)" ;;
-      *) check "$f: $c passes" "$([[ $v == pass ]]; echo $?)" ;;
-    esac
+    say "    report $c: ${v:0:300}"
+    if [[ $phase == stopped ]]; then
+      check "$f: $c not launched after the clean stop" "$([[ $v == "error: not launched"* ]]; echo $?)"
+      continue
+    fi
+    if [[ $c == *decode_turbo3v* && $c != *__writer ]]; then  # the faulty decoder
+        n3=$((n3 + 1))
+        check "$f: $c is a fault naming a CUDA error" "$([[ $v == error:*CUDA_ERROR_* ]]; echo $?)"
+        [[ $v == *"context reset failed"* ]] && phase=stopped
+    else
+      check "$f: $c passes" "$([[ $v == pass ]]; echo $?)"
+    fi
   done
-  check "$f: at least two turbo3v faults (a reset in between) and cases after them ($n3)" \
-    "$([[ $n3 -ge 2 && $(case_names "$f" | tail -1) != *turbo3v* ]]; echo $?)"
+  if [[ $phase == stopped ]]; then
+    say "  note  $f: the context reset failed (sticky error); tqref stopped cleanly after the fault"
+  else
+    check "$f: at least two turbo3v faults (a reset in between) ($n3)" "$([[ $n3 -ge 2 ]]; echo $?)"
+  fi
   common_checks "$f"
 done
 
@@ -110,7 +131,7 @@ t_msg=$(grep -m1 'exiting without CUDA teardown' "$out/runaway.err.ts" | cut -d'
 phase=before
 for c in $(case_names runaway); do
   v=$(verdict runaway "$c")
-  say "    report $c: $v"
+  say "    report $c: ${v:0:300}"
   if [[ $phase == before && $c == *turbo3v* ]]; then
     check "runaway: $c (hung) is an error naming the watchdog" "$([[ $v == *'did not finish within'* ]]; echo $?)"
     phase=after
