@@ -305,7 +305,7 @@ TQF_UNROLL
   const uint32_t my_h = lane % HT;
   unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
 
-  Walker wk;
+  Walker wk{};  // set by walker_init below; the phase lambdas read it
   // Phase A of a tile: scores, the softmax chain (m, l, factors into buffer pd.buf), the skip
   // decisions and the V loads. kFull: a tile of kTile positions made of two batches (the
   // common case inside a cache block), with every mask a constant; otherwise the masks of t.
