@@ -45,10 +45,10 @@ PY
 done
 mods="$here/.device-carry/modules"
 if command -v cuobjdump >/dev/null; then
-  for f in decode_hdim128.sm_90.cubin decode_fast_hdim128.sm_90.cubin; do
+  for f in decode_hdim128.fatbin decode_fast_hdim128.fatbin; do
     [ -f "$mods/$f" ] || continue
-    echo "== $f" >> "$out/sass_histogram.txt"
-    cuobjdump -sass "$mods/$f" | awk '
+    echo "== $f (sm_90)" >> "$out/sass_histogram.txt"
+    cuobjdump -sass -arch sm_90 "$mods/$f" | awk '
       /Function : / { fn = $3 }
       fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
         op = $2; if (op ~ /^@/) op = $3; sub(/\..*/, "", op); sub(/;$/, "", op); n[fn " " op]++; t[fn]++ }
