@@ -185,7 +185,7 @@ void Node::write(const std::string& name, const std::vector<T>& data,
     chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], kChunkTargetBytes / std::max<uint64_t>(row, 1)));
     H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data());
     H5Pset_shuffle(dcpl.get());
-    H5Pset_deflate(dcpl.get(), 6);
+    H5Pset_deflate(dcpl.get(), 1);
     H5Pset_fletcher32(dcpl.get());
   }
   Handle ds(H5Dcreate2(id(), name.c_str(), file_type<T>(), space.get(), H5P_DEFAULT, dcpl.get(),
