@@ -5,15 +5,19 @@
 // within a cache block then singles, the per-lane pairwise score and the 16,8,4,2,1 butterfly,
 // the per-head skip decision, the stride-4/2/1 merge. Only the order in which independent
 // values are computed and the way bytes are fetched differ:
-//  - warp w walks its range in tiles of up to kTile positions made of whole steps
-//    (a step = one batch of 4 or one single), loading the tile's K rows once for all HT heads;
+//  - warp w walks its range segment by segment (the part of one cache block in its range), in
+//    tiles of up to kTile positions of one segment made of whole steps (a step = one batch of
+//    4 or one single), loading the tile's K rows once for all HT heads and prefetching the next
+//    tile's into L2;
 //  - the HT x kTile butterflies of a tile run as one "transposed" reduction: at every xor step
 //    a lane keeps half of its values and swaps the other half with its partner, so each add is
 //    the butterfly's own `part(l) + part(l xor off)` on the same two values, with 1 shuffle per
 //    (head, position) instead of 5;
 //  - the scalar softmax chain (m, l, eo, ef) of head h runs in lanes with lane % HT == h and
 //    goes to shared memory; then every lane updates its o for all heads in step order;
-//  - a position's V bytes are read once if any of the HT heads uses it (ef > THRESH).
+//  - a position's V bytes are read once if any of the HT heads uses it (ef > THRESH);
+//  - two-phase pipeline: phase A of tile i+1 (scores, softmax chain, V loads) runs before
+//    phase B of tile i (o updates), so V loads are in flight during the next tile's scores.
 // This header is plain C++ templated on an Ops policy so that the very same code runs on the
 // GPU (fast_decode_ops_cuda.cuh) and in a host simulation of one CTA with 256 threads
 // (tests/test_fast_decode_sim.cpp), which checks it against the CPU model.
