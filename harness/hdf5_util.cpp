@@ -27,20 +27,6 @@ struct SilenceHdf5 {
   SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 } silence_hdf5;
 
-template <class T>
-hid_t mem_type() {
-  if constexpr (std::is_same_v<T, uint8_t>) return H5T_NATIVE_UINT8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return H5T_NATIVE_UINT16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return H5T_NATIVE_UINT64;
-  else if constexpr (std::is_same_v<T, int8_t>) return H5T_NATIVE_INT8;
-  else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return H5T_NATIVE_INT64;
-  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
-  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
-  else static_assert(sizeof(T) == 0, "unsupported HDF5 element type");
-}
-
 // File-side type: little-endian, fixed, so files are the same on every host.
 template <class T>
 hid_t file_type() {

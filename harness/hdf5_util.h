@@ -8,9 +8,25 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tqref::h5 {
+
+// The native HDF5 memory type of T (the element types tqref files use).
+template <class T>
+hid_t mem_type() {
+  if constexpr (std::is_same_v<T, uint8_t>) return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return H5T_NATIVE_UINT16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return H5T_NATIVE_UINT64;
+  else if constexpr (std::is_same_v<T, int8_t>) return H5T_NATIVE_INT8;
+  else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  else static_assert(sizeof(T) == 0, "unsupported HDF5 element type");
+}
 
 // Raised for any HDF5 problem; what() names file and object.
 struct Error : std::runtime_error {

@@ -30,19 +30,6 @@ Id open_rw(const fs::path& file) {
   return f;
 }
 
-template <class T>
-hid_t native() {
-  if constexpr (std::is_same_v<T, uint8_t>) return H5T_NATIVE_UINT8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return H5T_NATIVE_UINT16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return H5T_NATIVE_UINT64;
-  else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return H5T_NATIVE_INT64;
-  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
-  else static_assert(std::is_same_v<T, double>);
-  return H5T_NATIVE_DOUBLE;
-}
-
 void write_attr(const fs::path& file, const std::string& obj, const std::string& name, hid_t type,
                 const void* v) {
   Id f = open_rw(file);
@@ -126,10 +113,10 @@ void rewrite_dataset(const fs::path& file, const std::string& obj, const std::ve
   if (H5Lexists(f.id, obj.c_str(), H5P_DEFAULT) > 0) H5Ldelete(f.id, obj.c_str(), H5P_DEFAULT);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   Id space{H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose};
-  Id d{H5Dcreate2(f.id, obj.c_str(), native<T>(), space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  Id d{H5Dcreate2(f.id, obj.c_str(), h5::mem_type<T>(), space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
        H5Dclose};
   must(d.id >= 0, "cannot create " + obj);
-  must(data.empty() || H5Dwrite(d.id, native<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0,
+  must(data.empty() || H5Dwrite(d.id, h5::mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0,
        "cannot write " + obj);
 }
 
@@ -141,11 +128,11 @@ void edit_dataset(const fs::path& file, const std::string& obj,
   must(d.id >= 0, "no dataset " + obj);
   Id space{H5Dget_space(d.id), H5Sclose};
   std::vector<T> v(size_t(H5Sget_simple_extent_npoints(space.id)));
-  must(H5Dread(d.id, native<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0, "cannot read " + obj);
+  must(H5Dread(d.id, h5::mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0, "cannot read " + obj);
   const size_t n = v.size();
   edit(v);
   must(v.size() == n, "edit_dataset changed the element count of " + obj);
-  must(H5Dwrite(d.id, native<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0, "cannot write " + obj);
+  must(H5Dwrite(d.id, h5::mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0, "cannot write " + obj);
 }
 
 #define TQREF_BADFILES_INSTANTIATE(T)                                                           \

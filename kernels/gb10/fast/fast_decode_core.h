@@ -310,6 +310,12 @@ TQF_UNROLL
   unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
 
   Walker wk{};  // set by walker_init below; the phase lambdas read it
+  // This lane's first K element of slot `slot` of physical block `phys` (head kvh).
+  auto k_lane = [&](int32_t phys, uint32_t slot) {
+    return a.k_cache +
+           ((static_cast<uint64_t>(static_cast<int64_t>(phys)) * B + slot) * a.num_kv_heads + kvh) * a.head_dim +
+           lane * VEC;
+  };
   // Phase A of a tile: scores, the softmax chain (m, l, factors into buffer pd.buf), the skip
   // decisions and the V loads. kFull: a tile of kTile positions made of two batches (the
   // common case inside a cache block), with every mask a constant; otherwise the masks of t.
@@ -322,8 +328,7 @@ TQF_UNROLL
     const int64_t phys = static_cast<int64_t>(t.phys);
 
     // K rows of the tile: one vector load per lane and position, all issued before use.
-    const uint16_t* kp = a.k_cache +
-        ((static_cast<uint64_t>(phys) * B + t.slot0) * a.num_kv_heads + kvh) * a.head_dim + lane * VEC;
+    const uint16_t* kp = k_lane(t.phys, t.slot0);
     uint32_t kraw[kTile][VEC / 2];
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
@@ -339,9 +344,7 @@ TQF_UNROLL
     // this tile: wk.p is the next tile's first position, in block wk.phys).
     if (wk.p < wk.w_end) {
       const uint32_t next_n = wk.seg_end - wk.p < kTile ? wk.seg_end - wk.p : kTile;
-      const uint16_t* np = a.k_cache +
-          ((static_cast<uint64_t>(static_cast<int64_t>(wk.phys)) * B + (wk.p - wk.lb * B)) * a.num_kv_heads + kvh) *
-              a.head_dim + lane * VEC;
+      const uint16_t* np = k_lane(wk.phys, wk.p - wk.lb * B);
 TQF_UNROLL
       for (uint32_t j = 0; j < kTile; ++j)
         if (j < next_n) Ops::prefetch_l2(np + j * k_row_stride);
@@ -440,44 +443,42 @@ TQF_UNROLL
     const uint32_t use_mask = pd.use_mask;
     const float(&ef_buf)[kTile * kMaxHT] = sm.ef[pd.buf][warp];
     const float(&eo_buf)[kTile * kMaxHT] = sm.eo[pd.buf][warp];
-    {
 TQF_UNROLL
-      for (uint32_t j = 0; j < kTile; ++j) {
-        if (j < tn) {
-          if ((start_mask >> j) & 1u) {
-TQF_UNROLL
-            for (uint32_t h = 0; h < HT; ++h) {
-              const float eo = eo_buf[j * HT + h];
-TQF_UNROLL
-              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
-            }
-          }
-          float v[VEC];
-          if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
-            const float gs = sm.fp8[pd.vscale[j]];
-            const uint32_t codes = v_codes<F, VEC>(vp, pd.vlo[j], pd.vhi[j]);
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i)
-              v[i] = Ops::mul(sm.cb16[(codes >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
-          } else {
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
-          }
+    for (uint32_t j = 0; j < kTile; ++j) {
+      if (j < tn) {
+        if ((start_mask >> j) & 1u) {
 TQF_UNROLL
           for (uint32_t h = 0; h < HT; ++h) {
-            const float ef = ef_buf[j * HT + h];
-            if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
+            const float eo = eo_buf[j * HT + h];
 TQF_UNROLL
-              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
-            } else {
-              const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
-TQF_UNROLL
-              for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
-              if constexpr (kStats) ++n_skipped;
-            }
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
           }
-          if constexpr (kStats) n_pairs += HT;
         }
+        float v[VEC];
+        if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
+          const float gs = sm.fp8[pd.vscale[j]];
+          const uint32_t codes = v_codes<F, VEC>(vp, pd.vlo[j], pd.vhi[j]);
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i)
+            v[i] = Ops::mul(sm.cb16[(codes >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+        } else {
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
+        }
+TQF_UNROLL
+        for (uint32_t h = 0; h < HT; ++h) {
+          const float ef = ef_buf[j * HT + h];
+          if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
+          } else {
+            const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
+TQF_UNROLL
+            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
+            if constexpr (kStats) ++n_skipped;
+          }
+        }
+        if constexpr (kStats) n_pairs += HT;
       }
     }
   };
