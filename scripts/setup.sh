@@ -14,6 +14,7 @@ PACKAGES=(
   libhdf5-dev hdf5-tools                           # golden data I/O, h5dump for inspection
   libyaml-cpp-dev                                  # suite definitions
   libbenchmark-dev                                 # bench/ (Google Benchmark)
+  ccache                                           # optional compiler cache (CMakeLists.txt uses it when found)
   python3 python3-h5py python3-numpy python3-matplotlib   # analysis/ reports and tests
 )
 
