@@ -2,8 +2,9 @@
 //  - cuda_*: the CUDA headers' host code (cuda_fp8.hpp, cuda_bf16.hpp, cuda_fp16.hpp), which SPEC
 //    section 1 states equals the device result for all 2^32 inputs. Compiled as host C++; present
 //    only when tests/CMakeLists.txt found the toolkit (TQREF_HAVE_CUDA_HEADERS).
-//  - search_*: nearest-value search in double over the format's representable values, written
-//    from the definition (no bit tricks), so that host-only builds still have an oracle.
+//  - search_* / *_code_value: nearest-value search in double over the format's representable
+//    values and decodes written from the definition (no bit tricks), so that host-only builds
+//    still have an oracle for every format (fp8, bf16, fp16).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -21,7 +22,6 @@ inline uint32_t bits_of(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b;
 inline float float_of(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 
 #if TQREF_HAVE_CUDA_HEADERS
-inline constexpr bool kHaveCudaOracle = true;
 inline uint8_t cuda_f32_to_fp8(float x) {
   return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
@@ -40,8 +40,6 @@ inline float cuda_f16_to_f32(uint16_t h) {
   r.x = h;
   return __half2float(__half(r));
 }
-#else
-inline constexpr bool kHaveCudaOracle = false;
 #endif
 
 // Value of a non-negative fp8 E4M3 code 0x00..0x7E from the definition: bias 7, 3 mantissa bits,
@@ -84,6 +82,33 @@ inline uint16_t search_f32_to_bf16(float x) {
   double a = std::fabs(double(x));
   double below = a - mag(t), above = mag(uint16_t(t + 1)) - a;
   return (below < above || (below == above && t % 2 == 0)) ? t : uint16_t(t + 1);
+}
+
+// Value of a non-negative fp16 pattern 0x0000..0x7C00 from the definition: bias 15, 10 mantissa
+// bits, exponent field 0 = subnormal m * 2^-24; 0x7C00 (Inf) is valued 2^16, one step past the
+// largest finite 65504, so that IEEE overflow rounding falls out of the nearest search below.
+inline double f16_code_value(uint16_t c) {
+  int e = (c >> 10) & 0x1F, m = c & 0x3FF;
+  if (e == 31) return std::ldexp(1.0, 16);
+  return e == 0 ? std::ldexp(double(m), -24) : std::ldexp(1.0 + m / 1024.0, e - 15);
+}
+
+// __float2half_rn by search: NaN -> 0x7FFF (the canonical NaN of the CUDA headers' host code);
+// otherwise the nearest of the non-negative patterns 0x0000..0x7C00 (Inf included, see above),
+// ties to the even pattern; sign kept, also for zero and Inf.
+inline uint16_t search_f32_to_f16(float x) {
+  if (std::isnan(x)) return 0x7FFF;
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0x0000;
+  double a = std::fabs(double(x));
+  if (a >= f16_code_value(0x7C00)) return uint16_t(sign | 0x7C00);
+  int lo = 0, hi = 0x7BFF;  // largest pattern with value <= a
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (f16_code_value(uint16_t(mid)) <= a) lo = mid; else hi = mid - 1;
+  }
+  double below = a - f16_code_value(uint16_t(lo)), above = f16_code_value(uint16_t(lo + 1)) - a;
+  int c = (below < above || (below == above && lo % 2 == 0)) ? lo : lo + 1;
+  return uint16_t(sign | c);
 }
 
 }  // namespace tqref::test

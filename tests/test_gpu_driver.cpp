@@ -32,6 +32,25 @@ struct HasDevice {
 
 }  // namespace
 
+// The driver version for every report's device line, from both formats of
+// /proc/driver/nvidia/version. Catches the open kernel module's line being read as "for" (seen on
+// the H200, driver 580.159.04) and a date or build tag taken for the version. Needs no device.
+BOOST_AUTO_TEST_CASE(kernel_module_version_parsed_from_both_formats) {
+  using gpu::Driver;
+  BOOST_TEST(Driver::parse_kernel_module_version(
+                 "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC "
+                 "2024") == "550.54.15");
+  BOOST_TEST(Driver::parse_kernel_module_version(
+                 "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release "
+                 "Build  (dvs-builder@U22-I3-AF03-09-1)  Thu Dec  4 01:30:27 UTC 2025") ==
+             "580.159.04");
+  BOOST_TEST(Driver::parse_kernel_module_version(
+                 "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release "
+                 "Build") == "580.95.05");
+  BOOST_TEST(Driver::parse_kernel_module_version("no version here") == "");
+  BOOST_TEST(Driver::parse_kernel_module_version("NVIDIA UNIX Kernel Module for x86_64") == "");
+}
+
 // Without a device, require() must fail with a message that says why (not crash, not hang);
 // with one, the properties must be plausible. Catches a wrong dlsym name or an unchecked cuInit.
 BOOST_AUTO_TEST_CASE(driver_reports_clearly) {

@@ -1,5 +1,6 @@
 #include "gpu/driver.h"
 
+#include <cctype>
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -66,17 +67,25 @@ std::string Driver::api_version_string() const {
   return std::to_string(api_version_ / 1000) + "." + std::to_string(api_version_ % 1000 / 10);
 }
 
+std::string Driver::parse_kernel_module_version(const std::string& proc_line) {
+  const std::string key = "Kernel Module";
+  const auto at = proc_line.find(key);
+  if (at == std::string::npos) return "";
+  std::istringstream rest(proc_line.substr(at + key.size()));
+  for (std::string v; rest >> v;) {
+    const bool digits_and_dots = v.find_first_not_of("0123456789.") == std::string::npos;
+    if (digits_and_dots && std::isdigit(static_cast<unsigned char>(v.front())) &&
+        v.find('.') != std::string::npos)
+      return v;
+  }
+  return "";
+}
+
 std::string Driver::kernel_module_version() {
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <date>"
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
   if (f && std::getline(f, line)) {
-    const auto at = line.find("Kernel Module");
-    if (at != std::string::npos) {
-      std::istringstream rest(line.substr(at + 13));
-      std::string v;
-      if (rest >> v) return v;
-    }
+    if (std::string v = parse_kernel_module_version(line); !v.empty()) return v;
   }
   // Containers may hide /proc/driver: ask NVML (also loaded at run time, never linked).
   void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);

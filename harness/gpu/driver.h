@@ -43,6 +43,11 @@ class Driver {
   int api_version() const { return api_version_; }        // cuDriverGetVersion, e.g. 13000
   std::string api_version_string() const;                  // "13.0"
   static std::string kernel_module_version();              // "580.159.04" from /proc, or ""
+  // The version in a /proc/driver/nvidia/version line, both the proprietary module's
+  // ("... x86_64 Kernel Module  580.159.04  <date>") and the open module's ("... Open Kernel
+  // Module for x86_64  580.159.04  Release Build ..."): the first token after "Kernel Module"
+  // made of digits and dots; "" when there is none.
+  static std::string parse_kernel_module_version(const std::string& proc_line);
   int device_count() const { return device_count_; }
   DeviceInfo device(int ordinal) const;
 
