@@ -4,10 +4,9 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
+#include "tqref/contract.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
@@ -21,12 +20,6 @@ namespace tqref {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "dequant reads packed codes as LE words");
-
-[[noreturn]] void bad(const std::string& what) {
-  throw std::invalid_argument("paged_decode_model: " + what);
-}
-
-std::string str(uint64_t v) { return std::to_string(v); }
 
 // CUDA fmaxf: the other operand when one is NaN. The sign of a zero result never matters here:
 // m and mn only enter differences, and +-0 - +-0 is a zero of either sign, EXPF(+-0) = 1.
@@ -84,8 +77,7 @@ class Cta {
 
   // Runs the CTA for a sequence of length L > 0; writes bf16 output and, if asked, diagnostics.
   void run(uint32_t L, uint16_t* out, DecodeHeadDiag* diag) {
-    const uint32_t win = p_.sliding_window;
-    const uint32_t start = (win > 0 && L > win) ? L - win : 0;
+    const uint32_t start = window_start(L, p_.sliding_window);
     const uint64_t A = L - start;
     const uint64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
     skipped_ = diag ? diag->skipped.data() : nullptr;
@@ -317,69 +309,18 @@ class Cta {
   std::vector<float> scores_;   // the current warp's scores, [hi - lo]
 };
 
-// Checks every parameter against the buffers; afterwards no access of the model is out of range.
-void validate(const FormatTraits& t, size_t q_elems, size_t k_bytes, size_t v_bytes,
-              size_t out_elems, std::span<const int32_t> tables, std::span<const int32_t> lens,
+// Every rule of docs/spec.md sections 3 and 5 (tqref/contract.h) against the buffers; afterwards
+// no access of the model is out of range.
+void validate(Format f, size_t q_elems, size_t k_bytes, size_t v_bytes, size_t out_elems,
+              std::span<const int32_t> tables, std::span<const int32_t> lens,
               const DecodeParams& p) {
-  if (p.hdim != 128 && p.hdim != 256)
-    bad("hdim (the build's HDIM) = " + str(p.hdim) + "; allowed: 128 or 256");
-  if (p.head_dim != p.hdim)
-    bad("head_dim = " + str(p.head_dim) + "; allowed: equal to the build's HDIM = " + str(p.hdim));
-  if (p.num_kv_heads == 0) bad("num_kv_heads = 0; allowed: >= 1");
-  if (p.num_q_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
-    bad("num_q_heads = " + str(p.num_q_heads) + "; allowed: a positive multiple of num_kv_heads = " +
-        str(p.num_kv_heads));
-  if (p.block_size == 0) bad("block_size = 0; allowed: >= 1");
-  const uint64_t q_row = uint64_t(p.num_q_heads) * p.head_dim;
-  if (p.q_stride < q_row)
-    bad("q_stride = " + str(p.q_stride) + "; allowed: >= num_q_heads*head_dim = " + str(q_row));
+  constexpr const char* kFunction = "paged_decode_model";
+  require(kFunction, check_decode_params(f, p));
+  const DecodeBuffers buffers{q_elems, out_elems, lens.size(), tables.size()};
+  require(kFunction, check_decode_buffers(p, buffers));
   const CacheGeometry g{p.num_kv_heads, p.head_dim, p.block_size, 0, p.v_block_stride_bytes,
                         p.v_data_section_bytes};
-  if (p.v_data_section_bytes < g.min_v_data_section_bytes(t.bits))
-    bad("v_data_section_bytes = " + str(p.v_data_section_bytes) +
-        "; allowed: >= block_size*n*b/8 = " + str(g.min_v_data_section_bytes(t.bits)));
-  if (p.v_block_stride_bytes < g.min_v_block_stride_bytes())
-    bad("v_block_stride_bytes = " + str(p.v_block_stride_bytes) +
-        "; allowed: >= v_data_section_bytes + block_size*n/16 = " +
-        str(g.min_v_block_stride_bytes()));
-  const uint64_t S = p.num_seqs;
-  if (S == 0) return;
-  if (q_elems < (S - 1) * p.q_stride + q_row)
-    bad("q holds " + str(q_elems) + " elements; need (num_seqs-1)*q_stride + num_q_heads*head_dim = " +
-        str((S - 1) * p.q_stride + q_row));
-  if (out_elems < S * q_row)
-    bad("output holds " + str(out_elems) + " elements; need num_seqs*num_q_heads*head_dim = " +
-        str(S * q_row));
-  if (lens.size() < S)
-    bad("seq_lens holds " + str(lens.size()) + " entries; need num_seqs = " + str(S));
-  if (tables.size() < S * p.max_blocks_per_seq)
-    bad("block_tables holds " + str(tables.size()) + " entries; need num_seqs*max_blocks_per_seq = " +
-        str(S * p.max_blocks_per_seq));
-  // A block is usable when its whole K block and its V block up to the end of the scale
-  // section lie inside the pools (the last block's trailing padding may be absent).
-  const uint64_t k_blocks = k_bytes / g.k_block_bytes();
-  const uint64_t v_end = p.v_data_section_bytes + g.v_scale_row_bytes() * p.block_size;
-  const uint64_t v_blocks =
-      v_bytes < v_end ? 0 : (v_bytes - v_end) / p.v_block_stride_bytes + 1;
-  const uint64_t blocks = std::min(k_blocks, v_blocks);
-  const uint64_t cap = uint64_t(p.max_blocks_per_seq) * p.block_size;
-  for (uint64_t s = 0; s < S; ++s) {
-    const int32_t L = lens[s];
-    if (L < 0 || uint64_t(L) > cap)
-      bad("seq_lens[" + str(s) + "] = " + std::to_string(L) +
-          "; allowed: 0 .. max_blocks_per_seq*block_size = " + str(cap));
-    if (L == 0) continue;
-    const uint32_t start =
-        (p.sliding_window > 0 && uint32_t(L) > p.sliding_window) ? L - p.sliding_window : 0;
-    // Only the entries of blocks holding positions [start, L) are read.
-    for (uint64_t j = start / p.block_size; j <= uint64_t(L - 1) / p.block_size; ++j) {
-      const int32_t b = tables[s * p.max_blocks_per_seq + j];
-      if (b < 0 || uint64_t(b) >= blocks)
-        bad("block_tables[" + str(s) + "][" + str(j) + "] = " + std::to_string(b) +
-            " (in use by seq_lens[" + str(s) + "] = " + std::to_string(L) +
-            "); allowed: 0 .. num_blocks-1 = " + std::to_string(int64_t(blocks) - 1));
-    }
-  }
+  require(kFunction, check_sequences(p, tables, lens, pool_blocks(g, k_bytes, v_bytes)));
 }
 
 template <uint32_t HDIM>
@@ -396,9 +337,7 @@ void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
     if (L == 0) continue;  // the CTA returns and writes nothing
     DecodeHeadDiag* hd = diag ? &diag->heads[i] : nullptr;
     if (hd) {
-      const uint32_t win = p.sliding_window;
-      const uint32_t start = (win > 0 && L > win) ? L - win : 0;
-      hd->skipped.assign(L - start, 0);
+      hd->skipped.assign(L - window_start(L, p.sliding_window), 0);
       hd->out_f32.assign(HDIM, 0.0f);
     }
     Cta<HDIM> cta(pools, dq, ex2, p, s, qh);
@@ -416,7 +355,8 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                         const Ex2Profile& ex2, DecodeDiagnostics* diag) {
   const FormatTraits& t = traits(format);
-  validate(t, q.size(), k_cache.size(), v_cache.size(), output.size(), block_tables, seq_lens, p);
+  validate(format, q.size(), k_cache.size(), v_cache.size(), output.size(), block_tables, seq_lens,
+           p);
   if (diag) {
     diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
   }

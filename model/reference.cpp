@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 
+#include "tqref/contract.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
@@ -17,61 +16,26 @@ namespace tqref {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) {
-  throw std::invalid_argument("reference_attention: " + what);
-}
-
-std::string str(uint64_t v) { return std::to_string(v); }
-
-void validate(const FormatTraits& t, size_t q_elems, size_t k_bytes, size_t v_bytes,
-              size_t v_values, std::span<const int32_t> tables, std::span<const int32_t> lens,
-              const DecodeParams& p, ReferenceV which) {
-  if (p.head_dim == 0 || p.head_dim % kGroupSize != 0)
-    bad("head_dim = " + str(p.head_dim) + "; allowed: a positive multiple of 16");
-  if (p.num_kv_heads == 0) bad("num_kv_heads = 0; allowed: >= 1");
-  if (p.num_q_heads == 0 || p.num_q_heads % p.num_kv_heads != 0)
-    bad("num_q_heads = " + str(p.num_q_heads) + "; allowed: a positive multiple of num_kv_heads = " +
-        str(p.num_kv_heads));
-  if (p.block_size == 0) bad("block_size = 0; allowed: >= 1");
-  const uint64_t q_row = uint64_t(p.num_q_heads) * p.head_dim;
-  if (p.q_stride < q_row)
-    bad("q_stride = " + str(p.q_stride) + "; allowed: >= num_q_heads*head_dim = " + str(q_row));
+// The rules of docs/spec.md sections 3 and 5 (tqref/contract.h) that the reference needs: not the
+// build's HDIM (it judges mismatched launches at level T), and the V sections only when V comes
+// from the Turbo pool. Afterwards no access is out of range.
+void validate(Format f, size_t q_elems, size_t k_bytes, size_t v_bytes, size_t v_values,
+              std::span<const int32_t> tables, std::span<const int32_t> lens, const DecodeParams& p,
+              ReferenceV which) {
+  constexpr const char* kFunction = "reference_attention";
+  require(kFunction, check_decode_geometry(p));
   const CacheGeometry g{p.num_kv_heads, p.head_dim, p.block_size, 0, p.v_block_stride_bytes,
                         p.v_data_section_bytes};
-  uint64_t blocks = k_bytes / g.k_block_bytes();
+  uint64_t blocks = 0;
   if (which == ReferenceV::dequantised) {
-    if (p.v_data_section_bytes < g.min_v_data_section_bytes(t.bits) ||
-        p.v_block_stride_bytes < g.min_v_block_stride_bytes())
-      bad("v_data_section_bytes / v_block_stride_bytes = " + str(p.v_data_section_bytes) + " / " +
-          str(p.v_block_stride_bytes) + "; allowed: >= " + str(g.min_v_data_section_bytes(t.bits)) +
-          " / >= v_data_section_bytes + block_size*n/16");
-    const uint64_t v_end = p.v_data_section_bytes + g.v_scale_row_bytes() * p.block_size;
-    blocks = std::min(blocks, v_bytes < v_end ? 0 : (v_bytes - v_end) / p.v_block_stride_bytes + 1);
-  } else {
-    blocks = std::min(blocks, v_values * 2 / g.k_block_bytes());
+    require(kFunction, check_v_sections(f, g));
+    blocks = pool_blocks(g, k_bytes, v_bytes);
+  } else {  // v_values: bf16 rows laid out like the K pool
+    blocks = std::min(k_pool_blocks(g, k_bytes), k_pool_blocks(g, uint64_t(v_values) * 2));
   }
-  const uint64_t S = p.num_seqs;
-  if (S == 0) return;
-  if (q_elems < (S - 1) * p.q_stride + q_row)
-    bad("q holds " + str(q_elems) + " elements; need (num_seqs-1)*q_stride + num_q_heads*head_dim");
-  if (lens.size() < S || tables.size() < S * p.max_blocks_per_seq)
-    bad("seq_lens / block_tables hold " + str(lens.size()) + " / " + str(tables.size()) +
-        " entries; need num_seqs / num_seqs*max_blocks_per_seq");
-  const uint64_t cap = uint64_t(p.max_blocks_per_seq) * p.block_size;
-  for (uint64_t s = 0; s < S; ++s) {
-    const int32_t L = lens[s];
-    if (L < 0 || uint64_t(L) > cap)
-      bad("seq_lens[" + str(s) + "] = " + std::to_string(L) + "; allowed: 0 .. " + str(cap));
-    if (L == 0) continue;
-    const uint32_t start =
-        (p.sliding_window > 0 && uint32_t(L) > p.sliding_window) ? L - p.sliding_window : 0;
-    for (uint64_t j = start / p.block_size; j <= uint64_t(L - 1) / p.block_size; ++j) {
-      const int32_t b = tables[s * p.max_blocks_per_seq + j];
-      if (b < 0 || uint64_t(b) >= blocks)
-        bad("block_tables[" + str(s) + "][" + str(j) + "] = " + std::to_string(b) +
-            "; allowed: 0 .. " + std::to_string(int64_t(blocks) - 1));
-    }
-  }
+  const DecodeBuffers buffers{q_elems, std::nullopt, lens.size(), tables.size()};
+  require(kFunction, check_decode_buffers(p, buffers));
+  require(kFunction, check_sequences(p, tables, lens, blocks));
 }
 
 }  // namespace
@@ -84,8 +48,8 @@ std::vector<double> reference_attention(Format format, std::span<const uint16_t>
                                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                                         ReferenceV which) {
   const FormatTraits& t = traits(format);
-  validate(t, q.size(), k_cache.size(), v_cache.size(), v_values.size(), block_tables, seq_lens, p,
-           which);
+  validate(format, q.size(), k_cache.size(), v_cache.size(), v_values.size(), block_tables,
+           seq_lens, p, which);
   const uint32_t D = p.head_dim;
   const CacheGeometry g{p.num_kv_heads, D, p.block_size, 0, p.v_block_stride_bytes,
                         p.v_data_section_bytes};
@@ -96,7 +60,7 @@ std::vector<double> reference_attention(Format format, std::span<const uint16_t>
     const uint32_t s = uint32_t(i / p.num_q_heads), qh = uint32_t(i % p.num_q_heads);
     const uint32_t L = uint32_t(seq_lens[s]);
     if (L == 0) continue;
-    const uint32_t start = (p.sliding_window > 0 && L > p.sliding_window) ? L - p.sliding_window : 0;
+    const uint32_t start = window_start(L, p.sliding_window);
     const uint32_t kvh = qh / (p.num_q_heads / p.num_kv_heads);
     const uint16_t* qrow = q.data() + uint64_t(s) * p.q_stride + uint64_t(qh) * D;
     // slot (in pool order) of each attended position

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decode_case.h"
+#include "tqref/contract.h"
 #include "tqref/quantize.h"
 
 namespace tqref::test {
@@ -25,8 +26,7 @@ class LaneSim {
   LaneSim(const DecodeCase& dc, const Ex2Profile& ex2, uint32_t s, uint32_t qh)
       : dc_(dc), ex2_(ex2), s_(s), vec_(dc.p.head_dim / 32),
         kvh_(qh / (dc.p.num_q_heads / dc.p.num_kv_heads)) {
-    const uint32_t L = uint32_t(dc.lens[s]), W = dc.p.sliding_window;
-    start_ = (W > 0 && L > W) ? L - W : 0;
+    start_ = window_start(uint32_t(dc.lens[s]), dc.p.sliding_window);
     for (auto& w : warps_)
       for (uint32_t ln = 0; ln < 32; ++ln) {
         SimLane& x = w[ln];

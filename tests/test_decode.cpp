@@ -14,6 +14,7 @@
 #include "decode_case.h"
 #include "decode_lane_sim.h"
 #include "ex2_profile_io.h"
+#include "tqref/contract.h"
 #include "tqref/quantize.h"
 #include "tqref/reference.h"
 
@@ -106,7 +107,7 @@ struct Fp64Head {
 Fp64Head fp64_head(const DecodeCase& dc, uint32_t s, uint32_t qh) {
   const DecodeParams& p = dc.p;
   const uint32_t L = uint32_t(dc.lens[s]), D = p.head_dim;
-  const uint32_t start = (p.sliding_window > 0 && L > p.sliding_window) ? L - p.sliding_window : 0;
+  const uint32_t start = window_start(L, p.sliding_window);
   const uint32_t kvh = qh / (p.num_q_heads / p.num_kv_heads);
   const double u = 0x1p-24, depth = D / 64 + 7;  // VEC/2 pair sums + pair + butterfly + scale
   Fp64Head h;

@@ -14,6 +14,7 @@
 #include "golden/rng.h"
 #include "golden/suites.h"
 #include "golden_test_util.h"
+#include "tqref/contract.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
@@ -121,7 +122,7 @@ BOOST_AUTO_TEST_CASE(decode_cases_poison_everything_unread) {
     std::vector<uint8_t> read(uint64_t(d.num_blocks) * B, 0);
     for (uint32_t s = 0; s < p.num_seqs; ++s) {
       const uint32_t L = uint32_t(d.seq_lens[s]);
-      const uint32_t start = (p.sliding_window > 0 && L > p.sliding_window) ? L - p.sliding_window : 0;
+      const uint32_t start = window_start(L, p.sliding_window);
       for (uint32_t j = 0; j < MB; ++j) {
         const int32_t b = d.block_tables[uint64_t(s) * MB + j];
         const bool in_use = L > 0 && j >= start / B && j <= (L - 1) / B;

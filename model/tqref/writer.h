@@ -22,11 +22,12 @@ struct WriterParams {
 };
 
 // key/value: [num_tokens][*_stride] bf16 bits; k_cache/v_cache: whole pools (their sizes give
-// num_blocks); slot_mapping: [num_tokens], s < 0 = padding. Throws std::invalid_argument naming
-// the parameter when a slot or geometry does not fit the buffers. Bytes outside the written
-// rows are untouched. OpenMP across tokens; the result is independent of the thread count
-// (tokens write disjoint rows: two tokens with the same slot are rejected, since on the GPU
-// their order is a race).
+// num_blocks); slot_mapping: [num_tokens], s < 0 = padding. Throws ContractError (an
+// std::invalid_argument, tqref/contract.h) naming the parameter and its allowed range when a
+// parameter, buffer size or slot breaks a rule of docs/spec.md sections 3-4, before any byte is
+// written. Bytes outside the written rows are untouched. OpenMP across tokens; the result is
+// independent of the thread count (tokens write disjoint rows: two tokens with the same slot are
+// rejected, since on the GPU their order is a race).
 void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<uint8_t> k_cache,
                              std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
