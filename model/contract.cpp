@@ -126,7 +126,7 @@ Check check_slot_mapping(std::span<const int64_t> slots, uint64_t num_blocks, ui
 }
 
 Check check_decode_build(const DecodeParams& p) {
-  if (std::find(std::begin(kDecodeHdims), std::end(kDecodeHdims), p.hdim) == std::end(kDecodeHdims))
+  if (!is_decode_hdim(p.hdim))
     return bad("hdim", str(p.hdim), "128, 256 (the kernel's compile-time HDIM)");
   if (p.head_dim != p.hdim)
     return bad("head_dim", str(p.head_dim),

@@ -20,6 +20,7 @@
 #include "golden/threshold_scores.h"
 #include "golden/tiny_rescale.h"
 #include "golden/values.h"
+#include "tqref/contract.h"
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
 #include "tqref/reference.h"
@@ -34,8 +35,6 @@ struct SlotOwner {
   int32_t seq = -1;
   uint32_t pos = 0;
 };
-
-uint32_t window_start(uint32_t L, uint32_t win) { return (win > 0 && L > win) ? L - win : 0; }
 
 // Exact split of a binary32 x into three bf16 values whose sum in any order is exactly x:
 // hi = top 8 significant bits, mid = next 8, lo = the rest (truncation keeps signs equal).

@@ -1,28 +1,22 @@
 // Writer cases: poisoned pools, strided token rows with poisoned padding, slot -1 tokens, and the
 // model's expected pools.
 #include <algorithm>
-#include <stdexcept>
 
 #include "golden/builders.h"
 #include "golden/fma_groups.h"
 #include "golden/mutant_models.h"
 #include "golden/values.h"
+#include "tqref/contract.h"
 #include "tqref/writer.h"
 
 namespace tqref::golden {
 
 namespace {
 
+// The launch parameters of a writer spec; a spec that breaks a rule of the contract throws
+// ContractError before anything is allocated.
 WriterParams writer_params(const CaseSpec& s) {
   const FormatTraits& t = traits(s.format);
-  if (s.head_dim == 0 || s.head_dim % kGroupSize)
-    throw std::invalid_argument("spec head_dim = " + std::to_string(s.head_dim) +
-                                "; allowed: a positive multiple of 16");
-  if (s.key_pad % 4)
-    throw std::invalid_argument("spec key_pad = " + std::to_string(s.key_pad) +
-                                "; allowed: a multiple of 4 (the kernel copies K in 8-byte vectors)");
-  if (s.num_kv_heads == 0 || s.block_size == 0)
-    throw std::invalid_argument("spec num_kv_heads and block_size must be >= 1");
   WriterParams p;
   p.num_kv_heads = s.num_kv_heads;
   p.head_dim = s.head_dim;
@@ -34,6 +28,7 @@ WriterParams writer_params(const CaseSpec& s) {
   p.v_data_section_bytes = uint64_t(s.block_size) * n * t.bits / 8 + s.v_data_pad;
   p.v_block_stride_bytes =
       p.v_data_section_bytes + uint64_t(s.block_size) * (n / kGroupSize) + s.v_block_pad;
+  require("writer spec", check_writer_params(s.format, p));
   return p;
 }
 
@@ -115,8 +110,8 @@ GoldenCase build_writer_from_tokens(const CaseSpec& spec, const std::string& nam
 
 GoldenCase build_writer_case(const CaseSpec& spec, const std::string& name, uint64_t seed) {
   Rng rng(seed);
-  const uint32_t n = spec.num_kv_heads * spec.head_dim;
-  const uint32_t B = spec.block_size;
+  const WriterParams p = writer_params(spec);  // refuses a spec outside the contract first
+  const uint32_t n = p.num_kv_heads * p.head_dim, B = p.block_size;
   const uint32_t num_blocks = (spec.num_tokens + B - 1) / B + std::max<uint32_t>(spec.spare_blocks, 1);
   // distinct slots: in order for sequential layout, else a random subset in random order
   std::vector<int64_t> all(uint64_t(num_blocks) * B);

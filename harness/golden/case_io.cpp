@@ -56,6 +56,8 @@ std::vector<T> read_shaped(const h5::Node& g, const std::string& name, std::vect
   return g.read<T>(name, &shape);
 }
 
+// Attribute ranges are storage limits only (a dimension up to 2^30; num_blocks and num_seqs at
+// least 1, since a golden case has both); the contract's rules come after, from check_*_params.
 constexpr uint32_t kMaxDim = 1u << 30;
 
 void write_writer(const h5::Node& g, const GoldenCase& c) {
@@ -130,9 +132,9 @@ void write_decode(const h5::Node& g, const GoldenCase& c) {
 WriterCase read_writer(const h5::Node& g, Format f) {
   WriterCase w;
   WriterParams& p = w.p;
-  p.num_kv_heads = attr_u32(g, "num_kv_heads", 1, kMaxDim);
-  p.head_dim = attr_u32(g, "head_dim", 16, kMaxDim);
-  p.block_size = attr_u32(g, "block_size", 1, kMaxDim);
+  p.num_kv_heads = attr_u32(g, "num_kv_heads", 0, kMaxDim);
+  p.head_dim = attr_u32(g, "head_dim", 0, kMaxDim);
+  p.block_size = attr_u32(g, "block_size", 0, kMaxDim);
   p.key_stride = attr_u32(g, "key_stride", 0, UINT32_MAX);
   p.value_stride = attr_u32(g, "value_stride", 0, UINT32_MAX);
   p.k_block_stride_bytes = attr_u64(g, "k_block_stride_bytes");
@@ -140,10 +142,8 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   p.v_data_section_bytes = attr_u64(g, "v_data_section_bytes");
   w.num_tokens = attr_u32(g, "num_tokens", 0, kMaxDim);
   w.num_blocks = attr_u32(g, "num_blocks", 1, kMaxDim);
-  if (p.head_dim % kGroupSize)
-    throw BadCase(g.where() + ": attribute head_dim = " + std::to_string(p.head_dim) +
-                  "; allowed: a multiple of 16");
-  // Parameters first: the dataset shapes below are computed from them.
+  // Parameters first (the contract's rules, tqref/contract.h): the dataset shapes below are
+  // computed from them.
   if (const std::string why = common::check_writer_params(f, w); !why.empty())
     throw BadCase(g.where() + ": " + why);
   const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim,
@@ -162,17 +162,12 @@ WriterCase read_writer(const h5::Node& g, Format f) {
 DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   DecodeCase d;
   DecodeParams& p = d.p;
-  p.hdim = attr_u32(g, "hdim", 128, 256);
-  if (p.hdim != 128 && p.hdim != 256)
-    throw BadCase(g.where() + ": attribute hdim = " + std::to_string(p.hdim) + "; allowed: 128, 256");
+  p.hdim = attr_u32(g, "hdim", 0, UINT32_MAX);
   p.max_blocks_per_seq = attr_u32(g, "max_blocks_per_seq", 0, kMaxDim);
-  p.num_q_heads = attr_u32(g, "num_q_heads", 1, 65535);
-  p.num_kv_heads = attr_u32(g, "num_kv_heads", 1, p.num_q_heads);
-  if (p.num_q_heads % p.num_kv_heads)
-    throw BadCase(g.where() + ": num_q_heads = " + std::to_string(p.num_q_heads) +
-                  " is not a multiple of num_kv_heads = " + std::to_string(p.num_kv_heads));
-  p.head_dim = attr_u32(g, "head_dim", 16, kMaxDim);
-  p.block_size = attr_u32(g, "block_size", 1, kMaxDim);
+  p.num_q_heads = attr_u32(g, "num_q_heads", 0, 65535);
+  p.num_kv_heads = attr_u32(g, "num_kv_heads", 0, kMaxDim);
+  p.head_dim = attr_u32(g, "head_dim", 0, kMaxDim);
+  p.block_size = attr_u32(g, "block_size", 0, kMaxDim);
   p.inv_sqrt_d = get_float_attr(g, "inv_sqrt_d");
   p.q_stride = attr_u32(g, "q_stride", 0, UINT32_MAX);
   p.v_block_stride_bytes = attr_u64(g, "v_block_stride_bytes");
@@ -180,7 +175,8 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   p.sliding_window = attr_u32(g, "sliding_window", 0, UINT32_MAX);
   p.num_seqs = attr_u32(g, "num_seqs", 1, 65535);
   d.num_blocks = attr_u32(g, "num_blocks", 1, kMaxDim);
-  // Parameters first: the dataset shapes below are computed from them.
+  // Parameters first (the contract's rules, tqref/contract.h): the dataset shapes below are
+  // computed from them.
   if (const std::string why = common::check_decode_params(f, d); !why.empty())
     throw BadCase(g.where() + ": " + why);
   const uint64_t S = p.num_seqs, QH = p.num_q_heads, B = p.block_size, H = p.num_kv_heads,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "tqref/contract.h"
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -147,7 +148,7 @@ LevelTVerdict judge_level_t(const GoldenCase& c, const CaseResult& r, const Ex2P
   for (uint32_t s = 0; s < p.num_seqs; ++s) {
     const int32_t L = d.seq_lens[s];
     if (L <= 0) continue;
-    const uint32_t start = (p.sliding_window > 0 && uint32_t(L) > p.sliding_window) ? L - p.sliding_window : 0;
+    const uint32_t start = window_start(uint32_t(L), p.sliding_window);
     for (uint32_t qh = 0; qh < QH; ++qh) {
       const uint64_t row = uint64_t(s) * QH + qh, base = row * D;
       // flip candidates of this row and what a flip could move

@@ -4,12 +4,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "tqref/contract.h"
 #include "tqref/numeric.h"
 
 namespace tqref::golden {
 
 bool tiny_rescale_high(uint32_t seq, uint32_t L, uint32_t window, uint32_t pos) {
-  const uint32_t start = (window > 0 && L > window) ? L - window : 0;
+  const uint32_t start = window_start(L, window);
   if (pos < start || pos >= L) return false;
   const uint32_t chunk = (L - start + 7) / 8;  // SPEC 5 partition over 8 warps
   const uint32_t w = (pos - start) / chunk;

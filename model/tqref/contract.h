@@ -30,6 +30,9 @@ constexpr uint32_t window_start(uint32_t L, uint32_t sliding_window) {
 inline constexpr uint32_t kKeyStrideMultiple = 4;
 // The decoder builds: HDIM is a compile-time constant, 128 or 256 (docs/spec.md section 5).
 inline constexpr uint32_t kDecodeHdims[2] = {128, 256};
+constexpr bool is_decode_hdim(uint32_t hdim) {
+  return hdim == kDecodeHdims[0] || hdim == kDecodeHdims[1];
+}
 // cuLaunchKernel limits on the grids of docs/spec.md sections 4-5: grid.x < 2^31, grid.y <= 65535.
 inline constexpr uint64_t kMaxGridX = (uint64_t(1) << 31) - 1;
 inline constexpr uint64_t kMaxGridY = 65535;
