@@ -8,7 +8,7 @@ build=${1:-build/default}
 out=.device-carry
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/modules"
-cp "$build/harness/tqref" "$out/bin/"
+cp "$build/harness/cli/tqref" "$out/bin/"
 if [ -d "$build/kernels/modules" ]; then cp -r "$build/kernels/modules/." "$out/modules/"; fi
 if [ -d "$build/kernels/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$build/kernels/mutants/." "$out/mutants/"; fi
 # Faulty decoders for scripts/device-faults.sh (target tqref_faulty_modules): kept out of modules/.

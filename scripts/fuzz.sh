@@ -31,7 +31,7 @@ SEEDS="$BUILD/seeds"
 rm -rf "$SEEDS" && mkdir -p "$SEEDS/golden"
 /usr/bin/python3 tests/fuzz/make_seeds.py "$SEEDS"
 for y in writer_small decode_small; do
-  "$BUILD/harness/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
+  "$BUILD/harness/cli/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
     --threads 1 >/dev/null 2>&1
 done
 declare -A SEED_DIR=([fuzz_golden_reader]=golden [fuzz_trace_reader]=trace [fuzz_sweep_config]=sweep)

@@ -13,7 +13,7 @@ if command -v nvcc >/dev/null; then PRESET=default; else PRESET=cpu-only; fi
 echo "main: preset $PRESET"
 cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
-TQREF="build/$PRESET/harness/tqref"
+TQREF="build/$PRESET/harness/cli/tqref"
 "$TQREF" version
 
 # Step 1: the writer model on a random tensor, with error statistics per format.

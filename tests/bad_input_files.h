@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hdf5_util.h"
+#include "io/hdf5_util.h"
 
 namespace tqref::badfiles {
 

@@ -1,6 +1,6 @@
 // Bad input against the real `tqref` binary (docs/reliability.md): each class of defect in a
 // golden file, a sweep file or the command line must give one clear message naming the file,
-// object or parameter and the allowed range, the documented exit code (harness/cli/command.h),
+// object or parameter and the allowed range, the documented exit code (harness/io/exit_code.h),
 // and no output file. An interrupted generate must leave neither its output nor a temporary.
 #define BOOST_TEST_MODULE bad_input
 #include <signal.h>
@@ -23,7 +23,7 @@ using namespace tqref::badfiles;
 
 namespace {
 
-// Exit codes of harness/cli/command.h (kept literal: the test checks the documented numbers).
+// Exit codes of harness/io/exit_code.h (kept literal: the test checks the documented numbers).
 constexpr int kUsage = 2, kBadInput = 3, kInterrupted = 130;
 
 struct Run {

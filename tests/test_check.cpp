@@ -1,4 +1,4 @@
-// `tqref check` and the backend-independent comparison (harness/golden/compare.cpp): the model
+// `tqref check` and the backend-independent comparison (harness/judge/compare.cpp): the model
 // backend passes the committed smoke file; each injected fault is detected and classified; byte
 // offsets decode to the documented places; reproducers re-run; bad input gives exit code 3.
 #define BOOST_TEST_MODULE test_check
@@ -7,13 +7,13 @@
 #include <optional>
 #include <set>
 
-#include "golden/case_io.h"
-#include "golden/compare.h"
-#include "golden/ex2_for_file.h"
-#include "golden/faults.h"
-#include "golden/mutant_models.h"
-#include "golden/report.h"
+#include "cases/mutant_models.h"
 #include "golden_test_util.h"
+#include "io/case_io.h"
+#include "judge/compare.h"
+#include "judge/ex2_for_file.h"
+#include "judge/faults.h"
+#include "judge/report.h"
 
 namespace {
 

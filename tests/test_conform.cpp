@@ -16,10 +16,10 @@
 #include "conform/options.h"
 #include "conform/report.h"
 #include "conform/result.h"
-#include "ex2_profile_io.h"
-#include "golden/backend.h"
-#include "golden/compare.h"
 #include "golden_test_util.h"
+#include "io/ex2_profile_io.h"
+#include "judge/backend.h"
+#include "judge/compare.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "decode_case.h"
 #include "decode_lane_sim.h"
-#include "ex2_profile_io.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/contract.h"
 #include "tqref/quantize.h"
 #include "tqref/reference.h"

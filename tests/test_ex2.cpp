@@ -1,5 +1,5 @@
 // The EX2 model (model/ex2.cpp) loaded from the committed sm_90 profile, against hardware readings
-// (data/hw/sm_90/ex2_readings.h5, made by harness/calibrate/make_ex2_readings.py from the H200
+// (data/hw/sm_90/ex2_readings.h5, made by harness/gpu/make_ex2_readings.py from the H200
 // measurement), structural properties of the unit, EXPF, and the profile loader's failure modes.
 #define BOOST_TEST_MODULE test_ex2
 #include <boost/test/unit_test.hpp>
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "ex2_profile_io.h"
-#include "hdf5_util.h"
+#include "io/ex2_profile_io.h"
+#include "io/hdf5_util.h"
 #include "tqref/ex2.h"
 #include "tqref/numeric.h"
 

@@ -23,7 +23,7 @@
 
 #include "../kernels/gb10/fast/fast_decode_core.h"
 #include "decode_case.h"
-#include "ex2_profile_io.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/numeric.h"
 
 using namespace tqref;

@@ -1,5 +1,5 @@
-// Golden-data generation (harness/golden/): portable RNG, reproducible bytes, the committed smoke
-// file, sharding, YAML sweeps and the documented h5py view of the schema.
+// Golden-data generation (harness/cases/, harness/io/case_io): portable RNG, reproducible bytes,
+// the committed smoke file, sharding, YAML sweeps and the documented h5py view of the schema.
 #define BOOST_TEST_MODULE test_golden
 #include <boost/test/unit_test.hpp>
 
@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <set>
 
-#include "ex2_profile_io.h"
-#include "golden/case_io.h"
-#include "golden/fma_groups.h"
-#include "golden/generate.h"
-#include "golden/rng.h"
-#include "golden/suites.h"
+#include "cases/fma_groups.h"
+#include "cases/generate.h"
+#include "cases/rng.h"
+#include "cases/suites.h"
 #include "golden_test_util.h"
+#include "io/case_io.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/contract.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"

@@ -17,12 +17,12 @@
 #include <optional>
 #include <regex>
 
-#include "ex2_profile_io.h"
-#include "golden/builders.h"
-#include "golden/compare.h"
-#include "golden/ex2_expectation.h"
-#include "golden/launch_buffers.h"
-#include "golden/level_t.h"
+#include "cases/builders.h"
+#include "io/ex2_profile_io.h"
+#include "judge/compare.h"
+#include "judge/ex2_expectation.h"
+#include "judge/launch_buffers.h"
+#include "judge/level_t.h"
 #include "tqref/numeric.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"

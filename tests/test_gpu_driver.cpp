@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ex2_profile_io.h"
 #include "gpu/driver.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/numeric.h"
 

@@ -1,6 +1,7 @@
-// Reliability helpers (harness/common) and reproducibility (docs/reliability.md): atomic outputs
-// and the interrupt handler, the deadline wait of the GPU launch watchdog, model outputs and
-// golden bytes independent of the OpenMP thread count, and the fuzzers' findings replayed.
+// Reliability helpers (harness/io/atomic_output, harness/gpu/deadline_wait) and reproducibility
+// (docs/reliability.md): atomic outputs and the interrupt handler, the deadline wait of the GPU
+// launch watchdog, model outputs and golden bytes independent of the OpenMP thread count, and the
+// fuzzers' findings replayed.
 #define BOOST_TEST_MODULE reliability
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,10 +15,10 @@
 #include <iterator>
 #include <sstream>
 
-#include "common/atomic_output.h"
-#include "common/deadline_wait.h"
-#include "common/launch_fault_policy.h"
-#include "isolated_call.h"
+#include "gpu/deadline_wait.h"
+#include "gpu/launch_fault_policy.h"
+#include "io/atomic_output.h"
+#include "io/isolated_call.h"
 
 namespace fs = std::filesystem;
 using namespace tqref::common;

@@ -1,4 +1,4 @@
-// The quantisation-error studies (harness/study/): the double-precision Lloyd-Max solver and
+// The quantisation-error studies (analysis/study/): the double-precision Lloyd-Max solver and
 // distortion integrals, the Hadamard rotations, the study's re-implementation of the writer
 // against the bit-exact model, Monte Carlo against theory, and a --quick end-to-end run whose
 // CSV files are read back and checked for plausibility.
@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "ex2_profile_io.h"
-#include "study/decode_study.h"
-#include "study/group_quant.h"
-#include "study/hadamard.h"
-#include "study/lloyd_max.h"
-#include "study/rng.h"
-#include "study/sources.h"
-#include "study/study.h"
-#include "study/vq_measure.h"
+#include "analysis/study/decode_study.h"
+#include "analysis/study/group_quant.h"
+#include "analysis/study/hadamard.h"
+#include "analysis/study/lloyd_max.h"
+#include "analysis/study/rng.h"
+#include "analysis/study/sources.h"
+#include "analysis/study/study.h"
+#include "analysis/study/vq_measure.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 

@@ -1,7 +1,7 @@
-// Real-model traces (harness/trace/): SHA-256, the llama2.c tokenizer and checkpoint loaders, RoPE,
-// greedy generation with the real stories15M checkpoint (skipped with a message when it is not in
-// the cache; scripts/fetch-model.sh puts it there), the trace schema validator and the committed
-// trace under data/traces/.
+// Real-model traces (harness/capture/, harness/io/trace_file, sha256): SHA-256, the llama2.c
+// tokenizer and checkpoint loaders, RoPE, greedy generation with the real stories15M checkpoint
+// (skipped with a message when it is not in the cache; scripts/fetch-model.sh puts it there), the
+// trace schema validator and the committed trace under data/traces/.
 #define BOOST_TEST_MODULE test_trace
 #include <boost/test/unit_test.hpp>
 
@@ -16,13 +16,13 @@
 
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "hdf5_util.h"
-#include "sha256.h"
-#include "tokenizer.h"
+#include "capture/checkpoint.h"
+#include "capture/tokenizer.h"
+#include "capture/transformer.h"
+#include "io/hdf5_util.h"
+#include "io/sha256.h"
+#include "io/trace_file.h"
 #include "tqref/numeric.h"
-#include "trace_file.h"
-#include "transformer.h"
 
 namespace fs = std::filesystem;
 using namespace tqref::trace;

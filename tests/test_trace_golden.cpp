@@ -1,4 +1,4 @@
-// Golden cases built from a trace (harness/trace/trace_golden.cpp): slot coverage, query prefixes,
+// Golden cases built from a trace (harness/cases/trace_golden.cpp): slot coverage, query prefixes,
 // zero padding of head_dim to the kernel's HDIM, and an fp64 check of the padded decode case
 // against attention computed here on the unpadded trace values.
 #define BOOST_TEST_MODULE test_trace_golden
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "ex2_profile_io.h"
-#include "golden/case_io.h"
+#include "cases/trace_golden.h"
+#include "io/case_io.h"
+#include "io/ex2_profile_io.h"
+#include "io/trace_file.h"
 #include "tqref/numeric.h"
-#include "trace_file.h"
-#include "trace_golden.h"
 
 using namespace tqref;
 using namespace tqref::trace;

@@ -1,6 +1,6 @@
 // tqref bench: GPU timing of the writer and decoder kernels (seed ABI and the GQA variants)
 // with a bit-for-bit conformance check of every timed kernel in the same run
-// (harness/bench/gpu_bench.h, docs/performance.md).
+// (bench/gpu/gpu_bench.h, docs/performance.md).
 #include <boost/program_options.hpp>
 
 #include <cstdio>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_report.h"
-#include "bench/gpu_bench.h"
+#include "bench/gpu/bench_report.h"
+#include "bench/gpu/gpu_bench.h"
 #include "command.h"
-#include "ex2_profile_io.h"
 #include "gpu/driver.h"
+#include "io/ex2_profile_io.h"
 
 namespace po = boost::program_options;
 using namespace tqref;

@@ -11,12 +11,12 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
-#include "common/atomic_output.h"
-#include "ex2_profile_io.h"
+#include "io/atomic_output.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
-#include "calibrate/ex2_calibration.h"
 #include "gpu/driver.h"
+#include "gpu/ex2_calibration.h"
 #endif
 
 namespace po = boost::program_options;
@@ -67,7 +67,7 @@ int write_profile(const Options& o, const std::string& out, const Ex2Profile& p,
   return kExitOk;
 }
 
-// --from-raw FILE: a fraction table measured elsewhere (harness/calibrate/ex2_explore.cu writes
+// --from-raw FILE: a fraction table measured elsewhere (harness/gpu/ex2_explore.cu writes
 // F[0 .. 2^23-1] as raw little-endian uint32; F[2^23] = 0.5 is then implied and checked by the
 // model's invariants). Provenance comes from the command line.
 int run_from_raw(const Options& o) {
@@ -107,7 +107,7 @@ int run_from_raw(const Options& o) {
   }
   Ex2Provenance prov{o.device_name, o.driver, o.cuda, o.date,
                      "raw fraction table " + fs::path(o.from_raw).filename().string() +
-                         " (harness/calibrate/ex2_explore.cu)",
+                         " (harness/gpu/ex2_explore.cu)",
                      o.command_line};
   return write_profile(o, o.out.empty() ? default_out(o.arch) : o.out, p, prov);
 }
@@ -197,7 +197,7 @@ int run_on_gpu(const Options& o) {
   print_classes(m);
   compare_with_known(arch, m.fraction);
   if (!o.raw_out.empty()) {
-    // Whole or not at all, like every other output (common/atomic_output.h): 32 MiB in memory.
+    // Whole or not at all, like every other output (io/atomic_output.h): 32 MiB in memory.
     std::string raw;
     raw.reserve(4 * m.fraction.size());
     for (uint32_t v : m.fraction)
@@ -246,7 +246,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("device", po::value(&o.device), "CUDA device ordinal (default 0)")
       ("force", po::bool_switch(&o.force), "replace an existing profile")
       ("raw-out", po::value(&o.raw_out), "also write the measured F[0 .. 2^23] as raw uint32 LE "
-       "(input of harness/calibrate/make_ex2_readings.py)")
+       "(input of harness/gpu/make_ex2_readings.py)")
       ("from-raw", po::value(&o.from_raw), "convert a raw fraction table (uint32 LE) instead")
       ("device-name", po::value(&o.device_name), "with --from-raw: the GPU measured")
       ("driver", po::value(&o.driver), "with --from-raw: its driver version")

@@ -13,14 +13,14 @@
 
 #include <boost/program_options.hpp>
 
-#include "checkpoint.h"
+#include "capture/checkpoint.h"
+#include "capture/tokenizer.h"
+#include "capture/transformer.h"
 #include "command.h"
-#include "hdf5_util.h"
-#include "tokenizer.h"
+#include "generate_trace.h"
+#include "io/hdf5_util.h"
+#include "io/trace_file.h"
 #include "tqref/build_info.h"
-#include "trace_file.h"
-#include "trace_golden_cli.h"
-#include "transformer.h"
 
 namespace po = boost::program_options;
 

@@ -10,13 +10,13 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
-#include "common/atomic_output.h"
-#include "golden/case_io.h"
-#include "golden/ex2_for_file.h"
-#include "golden/faults.h"
-#include "golden/judge_case.h"
-#include "golden/level_t.h"
-#include "golden/report.h"
+#include "io/atomic_output.h"
+#include "io/case_io.h"
+#include "judge/ex2_for_file.h"
+#include "judge/faults.h"
+#include "judge/judge_case.h"
+#include "judge/level_t.h"
+#include "judge/report.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
 #include "gpu/gpu_backend.h"
@@ -30,7 +30,7 @@ using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
 
-// Whole or not at all: a temporary renamed into place (common/atomic_output.h).
+// Whole or not at all: a temporary renamed into place (io/atomic_output.h).
 bool write_text(const std::string& path, const std::string& text) {
   try {
     common::write_file_atomic(path, text);
@@ -203,7 +203,7 @@ int cmd_check(const std::vector<std::string>& args) {
       }
       names = {only};
     }
-    // Every selected case is read and checked (common/case_checks.h) before the first one runs:
+    // Every selected case is read and checked (io/case_checks.h) before the first one runs:
     // a bad case late in a file refuses the run up front, not after the others were launched.
     for (const std::string& name : names)
       if (filter.empty() || name.find(filter) != std::string::npos) read_case(cases, name, false);
@@ -221,7 +221,7 @@ int cmd_check(const std::vector<std::string>& args) {
         std::printf("SKIP %s: %s\n", name.c_str(), cannot.c_str());
         continue;
       }
-      // Launched once and judged exactly, or at level T (golden/judge_case.h, shared with conform).
+      // Launched once and judged exactly, or at level T (judge/judge_case.h, shared with conform).
       JudgedCase j = run_and_judge(c, *backend, ex2_src, ex2p, level == "T", topt);
       const bool tolerance = j.tolerance.has_value();
       CaseVerdict v = std::move(j.verdict);

@@ -16,16 +16,17 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
-#include "common/atomic_output.h"
 #include "conform/module_file.h"
 #include "conform/options.h"
 #include "conform/report.h"
 #include "conform/result.h"
 #include "conform/suite_files.h"
-#include "ex2_profile_io.h"
+#include "io/atomic_output.h"
+#include "io/data_dir.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
-#include "conform/gpu_run.h"
+#include "gpu/conform_run.h"
 #include "gpu/gpu_backend.h"
 #endif
 

@@ -13,13 +13,13 @@
 
 #include <boost/program_options.hpp>
 
+#include "cases/generate.h"
+#include "cases/suites.h"
 #include "command.h"
-#include "common/atomic_output.h"
-#include "ex2_profile_io.h"
-#include "golden/generate.h"
-#include "golden/suites.h"
+#include "generate_trace.h"
+#include "io/atomic_output.h"
+#include "io/ex2_profile_io.h"
 #include "tqref/build_info.h"
-#include "trace_golden_cli.h"
 
 namespace po = boost::program_options;
 

@@ -6,7 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
-#include "golden/case_io.h"
+#include "io/case_io.h"
 
 namespace po = boost::program_options;
 

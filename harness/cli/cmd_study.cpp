@@ -10,11 +10,11 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "analysis/study/decode_study.h"
+#include "analysis/study/study.h"
 #include "command.h"
-#include "common/atomic_output.h"
-#include "ex2_profile_io.h"
-#include "study/decode_study.h"
-#include "study/study.h"
+#include "io/atomic_output.h"
+#include "io/ex2_profile_io.h"
 
 namespace {
 
@@ -47,15 +47,15 @@ int cmd_study(const std::vector<std::string>& args) {
     po::notify(vm);
   } catch (const po::error& e) {
     std::fprintf(stderr, "tqref study: %s\n", e.what());
-    return tqref::cli::kExitUsage;
+    return tqref::kExitUsage;
   }
   if (vm.count("help")) {
     std::cout << desc << "\n";
-    return tqref::cli::kExitOk;
+    return tqref::kExitOk;
   }
   if (threads < 0 || threads > 1024) {
     std::fprintf(stderr, "tqref study: --threads %d outside 0..1024\n", threads);
-    return tqref::cli::kExitUsage;
+    return tqref::kExitUsage;
   }
   // Checked before hours of sampling: an .h5 output needs an existing, writable directory; a CSV
   // directory is created, so only an existing non-directory is refused.
@@ -67,7 +67,7 @@ int cmd_study(const std::vector<std::string>& args) {
                    : "";
   if (!out_problem.empty()) {
     std::fprintf(stderr, "tqref study: --out %s\n", out_problem.c_str());
-    return tqref::cli::kExitUsage;
+    return tqref::kExitUsage;
   }
   if (threads > 0) omp_set_num_threads(threads);
   o.progress = !quiet;
@@ -82,7 +82,7 @@ int cmd_study(const std::vector<std::string>& args) {
     if (p != "theory" && p != "vq" && p != "decode" && p != "traces") {
       std::fprintf(stderr, "tqref study: --only part '%s' unknown (allowed: theory,vq,decode,traces)\n",
                    p.c_str());
-      return tqref::cli::kExitUsage;
+      return tqref::kExitUsage;
     }
     b = e + 1;
   }
@@ -99,17 +99,17 @@ int cmd_study(const std::vector<std::string>& args) {
       if (wants("traces")) run_traces(o, &ex2, tables);
     } catch (const tqref::Ex2ProfileError& e) {
       std::fprintf(stderr, "tqref study: --ex2-arch %s: %s\n", o.ex2_arch.c_str(), e.what());
-      return tqref::cli::kExitBadInput;
+      return tqref::kExitBadInput;
     } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "tqref study: --traces %s: %s\n", o.traces_dir.c_str(), e.what());
-      return tqref::cli::kExitBadInput;
+      return tqref::kExitBadInput;
     }
   }
   if (out_h5) write_h5(out, tables);
   else write_csv_dir(out, tables);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress(o, "wrote %zu tables to %s in %.1f s", tables.size(), out.c_str(), secs);
-  return tqref::cli::kExitOk;
+  return tqref::kExitOk;
 }
 
 }  // namespace

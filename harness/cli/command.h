@@ -3,19 +3,12 @@
 #include <string>
 #include <vector>
 
+#include "io/exit_code.h"
+
 namespace tqref::cli {
 
-// Exit codes shared by every subcommand (documented in docs/cli.md).
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitMismatch = 1,      // a check ran and found differences
-  kExitUsage = 2,         // bad command line
-  kExitBadInput = 3,      // input file or parameter outside what SPEC allows
-  kExitNoDevice = 4,      // GPU backend asked for, no usable device or driver
-  kExitInternal = 5,      // unexpected failure (a bug): the message says where
-  kExitGpuFault = 6,      // a kernel trapped, faulted or timed out
-  kExitInterrupted = 130, // SIGINT/SIGTERM: partial outputs removed
-};
+// The exit codes (io/exit_code.h) under the names the subcommands use: cli::kExitOk, ...
+using enum ::tqref::ExitCode;
 
 using CommandFn = int (*)(const std::vector<std::string>& args);
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "command.h"
-#include "common/atomic_output.h"
+#include "io/atomic_output.h"
 
 namespace tqref::cli {
 
@@ -24,8 +24,6 @@ static void usage(FILE* to) {
   std::fprintf(to, "usage: tqref <command> [options]   (tqref <command> --help for its options)\n\n");
   for (const auto& c : tqref::cli::commands()) std::fprintf(to, "  %-12s %s\n", c.name, c.summary);
 }
-
-static_assert(tqref::common::kInterruptExitCode == tqref::cli::kExitInterrupted);
 
 int main(int argc, char** argv) {
   using namespace tqref::cli;

@@ -1,7 +1,7 @@
 #include "conform/hdim_probe.h"
 
-#include "golden/builders.h"
-#include "golden/case_spec.h"
+#include "cases/builders.h"
+#include "cases/case_spec.h"
 
 namespace tqref::conform {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "golden/golden_case.h"
+#include "io/golden_case.h"
 #include "tqref/ex2.h"
 
 namespace tqref::conform {

@@ -3,7 +3,7 @@
 // entry points a file declares (PTX `.entry` lines; the ELF symbol table of a cubin; the PTX and
 // ELF images inside a fatbin) and the architectures it was built for, so that a run without a
 // GPU, or a module the GPU refuses, can still say what the file holds. The authoritative lookup
-// is cuModuleGetFunction on the GPU (harness/conform/gpu_run.cpp).
+// is cuModuleGetFunction on the GPU (harness/gpu/conform_run.cpp).
 #pragma once
 #include <cstdint>
 #include <set>

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "conform/result.h"
-#include "golden/report.h"
+#include "judge/report.h"
 
 namespace tqref::conform {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "command.h"
-#include "sha256.h"
+#include "io/exit_code.h"
+#include "io/sha256.h"
 
 namespace tqref::conform {
 
@@ -56,7 +56,7 @@ namespace {
 std::string reason(const ConformResult& r, int* code) {
   for (const auto& m : r.modules)
     if (!m.fault.empty()) {
-      *code = cli::kExitGpuFault;
+      *code = kExitGpuFault;
       return "case " + m.fault + " faulted the GPU (module " + m.file.path + ")";
     }
   uint64_t failed = 0, kernels_failing = 0;
@@ -66,10 +66,10 @@ std::string reason(const ConformResult& r, int* code) {
       kernels_failing += t.failed > 0;
     }
   if (failed) {
-    *code = cli::kExitMismatch;
+    *code = kExitMismatch;
     return std::to_string(failed) + " case(s) failed in " + std::to_string(kernels_failing) + " kernel(s)";
   }
-  *code = cli::kExitBadInput;
+  *code = kExitBadInput;
   size_t checked = 0;
   for (const auto& m : r.modules) {
     if (!m.load_error.empty()) {
@@ -85,7 +85,7 @@ std::string reason(const ConformResult& r, int* code) {
     }
   }
   if (checked == 0) return "no module holds any of the six contract kernels, so nothing was checked";
-  *code = cli::kExitOk;
+  *code = kExitOk;
   return "";
 }
 

@@ -1,6 +1,6 @@
 // Everything one `tqref conform` run found, as plain data: filled by the GPU run
-// (gpu_run.h), turned into Markdown/JSON/JUnit by report.h and into the exit code here. Reports
-// and the exit code depend on nothing else, so both are tested from synthetic results.
+// (gpu/conform_run.h), turned into Markdown/JSON/JUnit by report.h and into the exit code here.
+// Reports and the exit code depend on nothing else, so both are tested from synthetic results.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "conform/module_file.h"
-#include "golden/compare.h"
-#include "golden/level_t.h"
+#include "judge/compare.h"
+#include "judge/level_t.h"
 
 namespace tqref::conform {
 
@@ -70,7 +70,7 @@ std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m);
 // False only when the pre-check read every image of the file and found none of the six kernels.
 bool may_hold_contract_kernels(const ModuleInspection& i);
 
-// Exit code of the run (harness/cli/command.h, docs/cli.md), first match wins:
+// Exit code of the run (harness/io/exit_code.h, docs/cli.md), first match wins:
 //   6 kExitGpuFault   a launch faulted the GPU
 //   1 kExitMismatch   a case failed (any level)
 //   3 kExitBadInput   a module that may hold contract kernels could not be loaded, a kernel found

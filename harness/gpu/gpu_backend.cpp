@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/case_checks.h"
-#include "common/launch_fault_policy.h"
-#include "ex2_profile_io.h"
-#include "golden/launch_buffers.h"
 #include "gpu/launch.h"
+#include "gpu/launch_fault_policy.h"
+#include "io/case_checks.h"
+#include "io/ex2_profile_io.h"
+#include "judge/launch_buffers.h"
 #include "tqref/builtin_kernels.h"
 
 namespace tqref::gpu {

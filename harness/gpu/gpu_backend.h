@@ -1,9 +1,9 @@
-// The GPU as a golden Backend (harness/golden/backend.h): for each case, every buffer of the
+// The GPU as a golden Backend (harness/judge/backend.h): for each case, every buffer of the
 // launch goes to the device between kGuardBytes guard bands (guard_byte pattern), the kernel
 // named by the case is launched ONCE with SPEC's argument order (launch.h), grid and block
 // (writer [num_tokens] x [256]; decoder [num_q_heads, num_seqs] x [256]), the context is
 // synchronised, and every byte including the guards comes back: outputs in CaseResult::buffers
-// (judged at level W/D/T by harness/golden), inputs in CaseResult::inputs (must be unchanged).
+// (judged at level W/D/T by harness/judge), inputs in CaseResult::inputs (must be unchanged).
 //
 // Modules: the built-in fatbins (kernels/include/tqref/builtin_kernels.h; the decoder build is
 // picked by the case's HDIM) or one external module file (cubin, PTX or fatbin) whose HDIM and
@@ -13,7 +13,7 @@
 // reset_after_fault the primary context is reset, the modules reloaded and the next case runs in
 // the fresh context; otherwise (or when the reset fails) later cases are not launched and say so.
 // After a watchdog timeout the kernel may still run: the context is abandoned (no reset, no
-// cuMemFree/cuModuleUnload/context release, which could wait for it; common/launch_fault_policy.h)
+// cuMemFree/cuModuleUnload/context release, which could wait for it; gpu/launch_fault_policy.h)
 // and the caller should leave with _exit once its reports are written (abandoned()).
 #pragma once
 #include <map>
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "golden/backend.h"
 #include "gpu/driver.h"
 #include "gpu/watchdog.h"
+#include "judge/backend.h"
 #include "tqref/ex2.h"
 #include "tqref/format.h"
 

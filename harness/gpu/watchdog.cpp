@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "common/deadline_wait.h"
+#include "gpu/deadline_wait.h"
 
 namespace tqref::gpu {
 

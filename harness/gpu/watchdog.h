@@ -1,5 +1,5 @@
 // Launch watchdog: every kernel of `tqref check --backend gpu` runs on its own stream and is
-// waited for with a deadline (cuStreamQuery polled, common/deadline_wait.h) instead of an
+// waited for with a deadline (cuStreamQuery polled, gpu/deadline_wait.h) instead of an
 // unbounded cuCtxSynchronize. A kernel that faults (illegal address, trap, launch failure) or
 // outlives the deadline (e.g. a loop that never ends for a mis-set block_size) is reported with
 // the case and kernel name. After a sticky fault `tqref check` resets the context and goes on with

@@ -18,7 +18,7 @@ class Ex2Profile {
  public:
   // Builds a profile from a measured fraction table (kEx2FractionEntries result bit patterns,
   // F[k] = EX2(-k * 2^-23)); throws std::invalid_argument on a wrong size. File I/O lives in
-  // harness/ex2_profile_io.h.
+  // harness/io/ex2_profile_io.h.
   static Ex2Profile from_table(std::string id, std::string arch, std::vector<uint32_t> frac_bits);
 
   float ex2(float x) const;    // the unit; x must be <= 0 or NaN (positive x: std::domain_error)

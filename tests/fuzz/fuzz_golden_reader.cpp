@@ -1,16 +1,16 @@
 // libFuzzer target: golden files (docs/golden-schema.md) from arbitrary bytes. The reader must
 // either refuse the file with h5::Error / BadCase (exit 3 in the CLI) or return cases that pass
 // the launch checks, which the CPU model must then run without refusing them: a validated case
-// the model rejects means the checks in harness/common/case_checks.cpp miss a rule. Any other
+// the model rejects means the checks in harness/io/case_checks.cpp miss a rule. Any other
 // exception, crash or sanitizer report is a finding (docs/reliability.md lists them).
 #include <cstdlib>
 #include <string>
 
-#include "common/case_checks.h"
-#include "ex2_profile_io.h"
 #include "fuzz_common.h"
-#include "golden/backend.h"
-#include "golden/case_io.h"
+#include "io/case_checks.h"
+#include "io/case_io.h"
+#include "io/ex2_profile_io.h"
+#include "judge/backend.h"
 
 using namespace tqref;
 

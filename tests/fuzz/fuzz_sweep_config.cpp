@@ -1,13 +1,13 @@
-// libFuzzer target: YAML sweep files (`tqref generate --config`, harness/golden/config.cpp) from
+// libFuzzer target: YAML sweep files (`tqref generate --config`, harness/cases/config.cpp) from
 // arbitrary text. config_specs must either throw std::invalid_argument naming the file and key,
-// or return specs that pass the spec checks (common/case_checks.h), so the generator can build
+// or return specs that pass the spec checks (cases/spec_checks.h), so the generator can build
 // them within bounded memory. Any other exception, crash or sanitizer report is a finding.
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
-#include "common/case_checks.h"
-#include "golden/suites.h"
+#include "cases/spec_checks.h"
+#include "cases/suites.h"
 
 using namespace tqref;
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "fuzz_common.h"
-#include "trace_file.h"
+#include "io/trace_file.h"
 
 using namespace tqref;
 

@@ -1,0 +1,109 @@
+#include "bench/gpu/bench_report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace tqref::bench {
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += ' ';
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+std::string timing_json(const Timing& t) {
+  char b[200];
+  std::snprintf(b, sizeof b, "{\"median_ms\": %.6f, \"min_ms\": %.6f, \"p10_ms\": %.6f, \"p90_ms\": %.6f, \"runs\": %d}",
+                t.median_ms, t.min_ms, t.p10_ms, t.p90_ms, t.runs);
+  return b;
+}
+
+}  // namespace
+
+void write_json(const std::string& path, const Report& r) {
+  std::ostringstream o;
+  o << "{\n  \"schema\": \"tqref.bench/1\",\n"
+    << "  \"device\": {\"name\": \"" << esc(r.device) << "\", \"arch\": \"" << r.arch
+    << "\", \"driver\": \"" << esc(r.driver) << "\", \"sm_count\": " << r.sm_count << "},\n"
+    << "  \"command_line\": \"" << esc(r.command_line) << "\",\n"
+    << "  \"settings\": {\"warmup\": " << r.settings.warmup << ", \"runs\": " << r.settings.runs
+    << ", \"rotate_bytes\": " << r.settings.rotate_bytes << ", \"seed\": " << r.settings.seed << "},\n"
+    << "  \"copy\": {\"bytes\": " << r.copy.bytes << ", \"gbps_read_write\": " << r.copy.gbps()
+    << ", \"timing\": " << timing_json(r.copy.t) << "},\n  \"decode\": [\n";
+  for (size_t i = 0; i < r.decode.size(); ++i) {
+    const DecodeResult& d = r.decode[i];
+    const DecodeShape& s = d.shape;
+    const uint64_t need = needed_bytes(d), full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
+    o << "    {\"kernel\": \"" << d.kernel << "\", \"heads_per_cta\": " << d.heads_per_cta
+      << ", \"format\": \"" << format_name(s.format) << "\", \"hdim\": " << s.hdim
+      << ", \"num_seqs\": " << s.num_seqs << ", \"num_q_heads\": " << s.num_q_heads
+      << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"seq_len\": " << s.seq_len
+      << ", \"block_size\": " << s.block_size << ", \"q_sigma\": " << s.q_sigma
+      << ", \"timing\": " << timing_json(d.t) << ", \"k_bytes\": " << d.k_bytes
+      << ", \"v_bytes_full\": " << d.v_bytes_full << ", \"v_bytes_needed\": " << d.v_bytes_needed
+      << ", \"qo_bytes\": " << d.qo_bytes << ", \"bytes_needed\": " << need
+      << ", \"gbps_needed\": " << gbps(need, d.t) << ", \"floor_full_ms\": "
+      << (r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0)
+      << ", \"fraction_of_copy\": " << (r.copy.gbps() > 0 ? gbps(need, d.t) / r.copy.gbps() : 0.0)
+      << ", \"skip_rate\": " << d.skip_rate << ", \"conformant\": " << (d.conformant ? "true" : "false")
+      << ", \"mismatches\": " << d.mismatches << ", \"model_checked\": " << (d.model_checked ? "true" : "false")
+      << ", \"model_equal\": " << (d.model_equal ? "true" : "false") << "}"
+      << (i + 1 < r.decode.size() ? ",\n" : "\n");
+  }
+  o << "  ],\n  \"writer\": [\n";
+  for (size_t i = 0; i < r.writer.size(); ++i) {
+    const WriterResult& w = r.writer[i];
+    o << "    {\"kernel\": \"reshape_and_cache_flash_bf16k_" << format_name(w.format) << "\", \"hdim\": "
+      << w.hdim << ", \"num_kv_heads\": " << w.num_kv_heads << ", \"tokens\": " << w.tokens
+      << ", \"block_size\": " << w.block_size << ", \"timing\": " << timing_json(w.t)
+      << ", \"bytes\": " << w.bytes << ", \"gbps\": " << gbps(w.bytes, w.t)
+      << ", \"conformant\": " << (w.conformant ? "true" : "false") << ", \"mismatches\": " << w.mismatches
+      << "}" << (i + 1 < r.writer.size() ? ",\n" : "\n");
+  }
+  o << "  ]\n}\n";
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("tqref bench: cannot write --json file " + path);
+  f << o.str();
+  if (!f) throw std::runtime_error("tqref bench: write to " + path + " failed");
+}
+
+void print_table(const Report& r) {
+  std::printf("\ndevice %s (%s, %d SMs); device-to-device copy %.0f GB/s (read+write, %.0f MiB, median of %d)\n",
+              r.device.c_str(), r.arch.c_str(), r.sm_count, r.copy.gbps(), double(r.copy.bytes) / (1 << 20),
+              r.copy.t.runs);
+  std::printf("%-40s %-9s %3s %9s %8s %6s %9s %6s %5s %s\n", "decode shape", "kernel", "HT", "median_ms",
+              "GB/s", "%copy", "floor_ms", "skip%", "x", "bits");
+  double seed_ms = 0;
+  for (const DecodeResult& d : r.decode) {
+    if (d.heads_per_cta == 0) seed_ms = d.t.median_ms;
+    const uint64_t full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
+    const double floor_ms = r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0;
+    std::printf("%-40s %-9s %3u %9.4f %8.0f %6.1f %9.4f %6.2f %5.2f %s\n", d.shape.label().c_str(),
+                d.heads_per_cta ? "gqa" : "seed", d.heads_per_cta, d.t.median_ms, gbps(needed_bytes(d), d.t),
+                r.copy.gbps() > 0 ? 100.0 * gbps(needed_bytes(d), d.t) / r.copy.gbps() : 0.0, floor_ms,
+                100.0 * d.skip_rate, d.t.median_ms > 0 ? seed_ms / d.t.median_ms : 0.0,
+                d.conformant ? (d.heads_per_cta ? "= seed" : (d.model_checked ? "= model" : "written"))
+                             : "MISMATCH");
+  }
+  std::printf("%-40s %9s %8s %s\n", "writer", "median_ms", "GB/s", "bits");
+  for (const WriterResult& w : r.writer) {
+    char label[96];
+    std::snprintf(label, sizeof label, "%s hdim%u H%u tokens%u", format_name(w.format).c_str(), w.hdim,
+                  w.num_kv_heads, w.tokens);
+    std::printf("%-40s %9.4f %8.0f %s\n", label, w.t.median_ms, gbps(w.bytes, w.t),
+                w.conformant ? "= model" : "MISMATCH");
+  }
+}
+
+}  // namespace tqref::bench

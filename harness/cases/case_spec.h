@@ -1,0 +1,69 @@
+// What one entry of a suite asks for: the SPEC section 7 dimensions of one case (writer) or of one
+// linked writer + decode pair. Suites are lists of CaseSpec; builders turn a spec and a seed into
+// GoldenCases.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/golden_case.h"
+
+namespace tqref::golden {
+
+// Value distributions of K, V and q (all stored as bf16).
+enum class Dist {
+  gaussian,          // N(0, 1)
+  student_t,         // Student-t, 3 degrees of freedom (heavy tails)
+  outlier_channels,  // N(0, 1) with a few channels scaled by 50 (as in real K/V activations)
+  constant_groups,   // V groups of 16 equal values; K, q Gaussian
+  special_groups,    // V groups: zero, NaN, +-Inf, one huge element, fp8-underflowing and
+                     // -saturating scales, subnormal scales (writer cases only)
+  adversarial_skip,  // scores spread over ~30 so most positions are skipped; V large (x1000)
+                     // at low-score positions, so every skip decision changes the output bits
+  threshold,         // scores built through the EX2 profile so that factors land exactly at,
+                     // just below and just above THRESH (inv_sqrt_d = 1, one-hot q)
+  ties,              // K rows repeat, so scores tie the running maximum
+  tiny_rescale,      // decode: scores ~88-95 apart, the higher positions with all-zero V, so a
+                     // rescale factor (in-warp eo, merge a or c) lies in EXPF's split range
+                     // [2^-149, 2^-126) and multiplies a nonzero o that survives to the output
+                     // (mutant 14); V x1000 elsewhere
+  fma_sensitive,     // V groups whose scale byte changes when nvcc contracts the writer's nsq
+                     // and rsq sums into FMAs (mutant 13); K Gaussian (cases/fma_groups.h)
+};
+inline constexpr int kNumDists = 10;
+const char* dist_name(Dist d);
+bool parse_dist(const std::string& s, Dist* d);
+
+// Physical block assignment of the decode sequences.
+enum class Layout { sequential, shuffled, shared };
+const char* layout_name(Layout l);
+bool parse_layout(const std::string& s, Layout* l);
+
+struct CaseSpec {
+  CaseKind kind = CaseKind::writer;  // decode = a linked writer case + decode case
+  Format format = Format::turbo3v;
+  uint32_t head_dim = 128;           // decode: also the build's HDIM (128 or 256)
+  uint32_t num_kv_heads = 2;
+  uint32_t q_per_kv = 1;             // GQA ratio num_q_heads / num_kv_heads (decode)
+  uint32_t block_size = 16;
+  std::vector<int32_t> seq_lens;     // decode: one entry per sequence
+  uint32_t num_tokens = 0;           // writer: tokens with a slot (padding tokens extra)
+  uint32_t padding_tokens = 0;       // slot -1 tokens mixed in
+  uint32_t sliding_window = 0;
+  Layout layout = Layout::sequential;
+  uint32_t key_pad = 0, value_pad = 0, q_pad = 0;  // extra elements per row (key_pad % 4 == 0)
+  uint32_t v_data_pad = 0, v_block_pad = 0;        // extra bytes in the V block
+  uint32_t spare_blocks = 1;         // pool blocks nobody uses (poison)
+  uint32_t spare_table_entries = 1;  // block-table entries past the last used (out of range)
+  Dist dist = Dist::gaussian;
+  float threshold = kSparseVThreshold;  // decode: the build's THRESH (names get "_thr<bits>"
+                                        // when it is not the default)
+};
+
+// "gaussian, student_t, ..., fma_sensitive": the allowed values of a `dist` key.
+std::string dist_names_list();
+
+// Readable, unique-with-index name: "0007_decode_turbo3v_hdim128_kv2_gqa4_bs16_L0-1-1031_..."
+std::string spec_name(const CaseSpec& s, uint64_t index);
+
+}  // namespace tqref::golden

@@ -1,0 +1,29 @@
+// CPU models of the three mutants (docs/mutants.md) that ordinary data cannot catch, so that the
+// golden data is shown to catch them without a GPU: the builders report how many expected
+// elements each one changes (the `exercises` attribute) and faults.cpp injects them.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "io/golden_case.h"
+#include "tqref/ex2.h"
+
+namespace tqref::golden {
+
+// Mutant 5: V used when factor >= THRESH. For a positive THRESH this is exactly the spec's
+// `factor > T'` with T' the next binary32 below THRESH. Returns the decode case's output buffer.
+std::vector<uint16_t> decode_output_thresh_ge(const GoldenCase& c, const Ex2Profile& ex2);
+
+// Mutant 14: EXPF without the split below y = -126 (DecodeParams::expf_split = false).
+std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2);
+
+// Mutant 13 on the writer: replaces the scale byte of every group of every written token in
+// v_cache (the writer case's pool after a correct run) with the FMA-contracted writer's byte.
+// Returns the number of groups whose byte changed.
+uint64_t writer_fma_contract_scales(const GoldenCase& c, std::span<uint8_t> v_cache);
+
+// Elements in which two output buffers differ.
+uint64_t count_differing(std::span<const uint16_t> a, std::span<const uint16_t> b);
+
+}  // namespace tqref::golden

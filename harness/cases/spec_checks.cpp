@@ -1,0 +1,62 @@
+#include "cases/spec_checks.h"
+
+#include "tqref/contract.h"
+#include "tqref/format.h"
+
+namespace tqref::common {
+
+namespace {
+
+using golden::CaseKind;
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+std::string over(const char* key, uint64_t v, uint64_t lo, uint64_t hi) {
+  if (v >= lo && v <= hi) return "";
+  return std::string(key) + " = " + str(v) + "; allowed: " + str(lo) + " .. " + str(hi);
+}
+
+}  // namespace
+
+std::string check_spec(const golden::CaseSpec& s) {
+  const bool dec = s.kind == CaseKind::decode;
+  // Generated decode cases launch the build their head_dim names (head_dim == HDIM).
+  if (dec ? !is_decode_hdim(s.head_dim) : s.head_dim == 0 || s.head_dim % kGroupSize != 0 || s.head_dim > 4096)
+    return "head_dim = " + str(s.head_dim) +
+           (dec ? "; allowed: 128, 256 (decoder HDIM)" : "; allowed: a multiple of 16 in 16 .. 4096");
+  std::string e;
+  if (!(e = over("num_kv_heads", s.num_kv_heads, 1, 128)).empty()) return e;
+  if (!(e = over("block_size", s.block_size, 1, 4096)).empty()) return e;
+  if (dec && !(e = over("q_per_kv", s.q_per_kv, 1, 128)).empty()) return e;
+  if (!(e = over("num_tokens", s.num_tokens, 0, 1u << 20)).empty()) return e;
+  if (!(e = over("padding_tokens", s.padding_tokens, 0, 1u << 16)).empty()) return e;
+  if (!(e = over("key_pad", s.key_pad, 0, 4096)).empty()) return e;
+  if (s.key_pad % kKeyStrideMultiple) return "key_pad = " + str(s.key_pad) + "; allowed: a multiple of 4 (key_stride % 4 == 0)";
+  if (!(e = over("value_pad", s.value_pad, 0, 4096)).empty()) return e;
+  if (!(e = over("q_pad", s.q_pad, 0, 4096)).empty()) return e;
+  if (!(e = over("v_data_pad", s.v_data_pad, 0, 1u << 16)).empty()) return e;
+  if (!(e = over("v_block_pad", s.v_block_pad, 0, 1u << 16)).empty()) return e;
+  if (!(e = over("spare_blocks", s.spare_blocks, 0, 1u << 16)).empty()) return e;
+  if (!(e = over("spare_table_entries", s.spare_table_entries, 0, 1u << 16)).empty()) return e;
+  if (dec && !(e = over("number of seq_lens", s.seq_lens.size(), 0, kMaxGridY)).empty()) return e;
+  // Positions written: the writer's tokens, or every sequence's positions for a decode pair.
+  uint64_t positions = s.num_tokens;
+  if (dec) {
+    positions = 0;
+    for (size_t i = 0; i < s.seq_lens.size(); ++i) {
+      if (s.seq_lens[i] < 0 || s.seq_lens[i] > (1 << 20))
+        return "seq_lens[" + str(i) + "] = " + std::to_string(s.seq_lens[i]) + "; allowed: 0 .. 2^20";
+      positions += uint64_t(s.seq_lens[i]);
+    }
+  }
+  // Blocks: every position in its own block at worst (block tables round up per sequence), plus spares.
+  const uint64_t blocks = positions / s.block_size + s.seq_lens.size() + 1 + s.spare_blocks;
+  const uint64_t n = uint64_t(s.num_kv_heads) * s.head_dim;
+  const uint64_t k_pool = blocks * s.block_size * n * 2;
+  if (k_pool > kMaxSpecPoolBytes)
+    return "K pool of about " + str(k_pool) + " bytes (positions " + str(positions) + ", block_size " +
+           str(s.block_size) + ", num_kv_heads*head_dim " + str(n) + "); allowed: <= 2^32 bytes per case";
+  return "";
+}
+
+}  // namespace tqref::common

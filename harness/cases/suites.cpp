@@ -1,0 +1,160 @@
+#include "cases/suites.h"
+
+#include <stdexcept>
+
+namespace tqref::golden {
+
+namespace {
+
+CaseSpec writer(Format f, uint32_t D, uint32_t H, uint32_t B, uint32_t tokens, Dist dist) {
+  CaseSpec s;
+  s.kind = CaseKind::writer;
+  s.format = f;
+  s.head_dim = D;
+  s.num_kv_heads = H;
+  s.block_size = B;
+  s.num_tokens = tokens;
+  s.dist = dist;
+  return s;
+}
+
+CaseSpec decode(Format f, uint32_t D, uint32_t H, uint32_t gqa, uint32_t B,
+                std::vector<int32_t> lens, uint32_t window, Dist dist) {
+  CaseSpec s;
+  s.kind = CaseKind::decode;
+  s.format = f;
+  s.head_dim = D;
+  s.num_kv_heads = H;
+  s.q_per_kv = gqa;
+  s.block_size = B;
+  s.seq_lens = std::move(lens);
+  s.sliding_window = window;
+  s.dist = dist;
+  return s;
+}
+
+// smoke: every format x {writer, decode} x both HDIMs, a few dimensions each; seconds to
+// generate, well under 1 MB.
+std::vector<CaseSpec> smoke() {
+  std::vector<CaseSpec> v;
+  for (const auto& t : kFormats) {
+    CaseSpec w = writer(t.format, 128, 2, 16, 37, Dist::gaussian);
+    w.padding_tokens = 3;
+    w.key_pad = 4;
+    w.value_pad = 16;
+    w.v_data_pad = 8;
+    w.v_block_pad = 24;
+    w.layout = Layout::shuffled;
+    v.push_back(w);
+    v.push_back(writer(t.format, 256, 1, 7, 20, Dist::special_groups));
+    CaseSpec d = decode(t.format, 128, 2, 4, 16, {0, 1, 5, 37}, 0, Dist::adversarial_skip);
+    d.layout = Layout::shuffled;
+    d.q_pad = 8;
+    d.padding_tokens = 2;
+    v.push_back(d);
+    CaseSpec m = decode(t.format, 256, 1, 8, 7, {3, 19, 23}, 5, Dist::gaussian);  // MQA
+    m.layout = Layout::shared;
+    m.v_block_pad = 16;
+    v.push_back(m);
+  }
+  v.push_back(decode(Format::turbo3v, 128, 1, 2, 16, {}, 0, Dist::threshold));
+  v.push_back(decode(Format::turbo4v, 128, 2, 1, 32, {9, 64}, 0, Dist::ties));
+  // Crafted cases for the mutants ordinary data misses (docs/mutants.md): EXPF without the split
+  // (14; one case per HDIM build, modes in-warp / merge a / merge c) and the FMA-contracted
+  // writer (13; every V group sensitive, one case per format).
+  CaseSpec tr = decode(Format::turbo2v, 128, 1, 2, 16, {17, 18, 19}, 0, Dist::tiny_rescale);
+  tr.layout = Layout::shuffled;
+  v.push_back(tr);
+  v.push_back(decode(Format::turbo4v, 256, 1, 1, 16, {17, 18, 19}, 0, Dist::tiny_rescale));
+  for (const auto& t : kFormats) v.push_back(writer(t.format, 128, 1, 16, 4, Dist::fma_sensitive));
+  return v;
+}
+
+// standard: SPEC section 7 crossed sensibly (each dimension value appears with every format and
+// HDIM, rotated against the others rather than fully crossed).
+std::vector<CaseSpec> standard() {
+  std::vector<CaseSpec> v;
+  const uint32_t blocks[4] = {1, 16, 32, 13};
+  const uint32_t windows[4] = {0, 1, 100, 5000};  // off, 1, shorter and longer than L = 1031
+  const Dist wdists[5] = {Dist::gaussian, Dist::special_groups, Dist::student_t,
+                          Dist::constant_groups, Dist::outlier_channels};
+  const Dist ddists[6] = {Dist::gaussian, Dist::adversarial_skip, Dist::student_t,
+                          Dist::outlier_channels, Dist::constant_groups, Dist::ties};
+  const Layout layouts[3] = {Layout::sequential, Layout::shuffled, Layout::shared};
+  uint32_t r = 0;
+  for (const auto& t : kFormats)
+    for (uint32_t D : {128u, 256u}) {
+      for (uint32_t bi = 0; bi < 4; ++bi) {
+        const uint32_t B = blocks[bi];
+        for (uint32_t tokens : {1u, 37u, 200u}) {
+          CaseSpec w = writer(t.format, D, bi % 2 ? 2 : 1, B, tokens, wdists[r % 5]);
+          w.padding_tokens = r % 3;
+          w.key_pad = (r % 2) * 4;
+          w.value_pad = (r % 3) * 3;
+          w.v_data_pad = (r % 2) * 16;
+          w.v_block_pad = (r % 4) * 8;
+          w.layout = r % 2 ? Layout::shuffled : Layout::sequential;
+          v.push_back(w);
+          ++r;
+        }
+        // GQA 1, 2, 4, 8 with 2 kv heads, and MQA (1 kv head, 8 q heads)
+        for (uint32_t g = 0; g < 5; ++g) {
+          const bool mqa = g == 4;
+          std::vector<int32_t> lens = {0, 1, 2, 3, 4, 5, 7, 1031, int32_t(3 * B), 64};
+          CaseSpec d = decode(t.format, D, mqa ? 1 : 2, mqa ? 8 : 1u << g, B, lens,
+                              windows[(bi + g) % 4], ddists[r % 6]);
+          d.layout = layouts[r % 3];
+          d.q_pad = (r % 2) * 8;
+          d.v_data_pad = (r % 3 == 1) * 8;
+          d.v_block_pad = (r % 3 == 2) * 32;
+          d.padding_tokens = r % 3;
+          d.spare_table_entries = 1 + r % 3;
+          v.push_back(d);
+          ++r;
+        }
+      }
+      v.push_back(decode(t.format, D, 2, 4, 16, {}, 0, Dist::threshold));
+      // mutant 14: sub-2^-126 rescale factors in every mode (s % 3) and delta (s % 4)
+      CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 1031, 0, 3, 129, 64}, 0, Dist::tiny_rescale);
+      tr.layout = Layout::shuffled;
+      tr.v_block_pad = 16;
+      v.push_back(tr);
+      // mutant 13 on the writer: FMA-sensitive V groups, padded strides and slot -1 tokens
+      CaseSpec fw = writer(t.format, D, 2, 13, 20, Dist::fma_sensitive);
+      fw.padding_tokens = 2;
+      fw.value_pad = 8;
+      fw.layout = Layout::shuffled;
+      v.push_back(fw);
+    }
+  return v;
+}
+
+// stress: 32k positions and many sequences, every format and HDIM.
+std::vector<CaseSpec> stress() {
+  std::vector<CaseSpec> v;
+  for (const auto& t : kFormats)
+    for (uint32_t D : {128u, 256u}) {
+      std::vector<int32_t> lens = {32768, 32767, 4099};
+      for (int i = 0; i < 29; ++i) lens.push_back(100 + 97 * i);
+      CaseSpec d = decode(t.format, D, 2, 4, D == 128 ? 16 : 32, lens, 0,
+                          D == 128 ? Dist::adversarial_skip : Dist::gaussian);
+      d.layout = Layout::shuffled;
+      v.push_back(d);
+      CaseSpec w = writer(t.format, D, 2, 16, 32768, Dist::student_t);
+      w.layout = Layout::shuffled;
+      w.padding_tokens = 100;
+      v.push_back(w);
+    }
+  return v;
+}
+
+}  // namespace
+
+std::vector<CaseSpec> suite_specs(const std::string& name) {
+  if (name == "smoke") return smoke();
+  if (name == "standard") return standard();
+  if (name == "stress") return stress();
+  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress");
+}
+
+}  // namespace tqref::golden

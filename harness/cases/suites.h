@@ -1,0 +1,16 @@
+// The named suites of `tqref generate` and the YAML sweep of --config (docs/golden-schema.md).
+// A suite is a deterministic list of CaseSpec; spec i becomes case(s) with seed case_seed(seed, i).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cases/case_spec.h"
+
+namespace tqref::golden {
+
+// "smoke", "standard", "stress"; throws std::invalid_argument on an unknown name.
+std::vector<CaseSpec> suite_specs(const std::string& name);
+// The cross product a YAML sweep file describes; errors name the file, the key and the value.
+std::vector<CaseSpec> config_specs(const std::string& yaml_text, const std::string& file);
+
+}  // namespace tqref::golden

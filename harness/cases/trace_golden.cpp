@@ -1,0 +1,336 @@
+#include "cases/trace_golden.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
+
+#include "cases/builders.h"
+#include "cases/rng.h"
+#include "cases/values.h"
+#include "io/atomic_output.h"
+#include "io/case_io.h"
+#include "io/file_bytes.h"
+#include "io/sha256.h"
+#include "tqref/build_info.h"
+#include "tqref/decode.h"
+#include "tqref/reference.h"
+
+namespace tqref::trace {
+
+using golden::GoldenCase;
+
+namespace {
+
+constexpr uint16_t kOutputPoison = 0xFFFF;  // a NaN the kernel never writes (it writes 0x7FFF)
+
+// Query positions: lengths 1..5, 7, 8, around block multiples of 16 and 32, powers of two, and
+// the last positions. Clipped to the sequence.
+const int kDefaultQueries[] = {0, 1, 2, 3, 4, 6, 7, 15, 16, 17, 31, 32, 63, 64, 100, -3, -2, -1};
+
+struct Unit {
+  size_t seq;
+  int layer;
+  Format format;
+};
+
+// Rows of `heads` heads of D values, each padded with zeros to HD: [T, heads*HD].
+std::vector<uint16_t> pad_rows(const std::vector<uint16_t>& src, size_t rows, int heads, int D,
+                               uint32_t HD) {
+  std::vector<uint16_t> out(rows * size_t(heads) * HD, 0);
+  for (size_t r = 0; r < rows; ++r)
+    for (int h = 0; h < heads; ++h)
+      std::copy_n(src.data() + (r * size_t(heads) + size_t(h)) * size_t(D), size_t(D),
+                  out.data() + (r * size_t(heads) + size_t(h)) * HD);
+  return out;
+}
+
+std::vector<int> query_positions(const TraceGoldenOptions& opt, int T) {
+  std::vector<int> want(opt.query_positions);
+  if (want.empty()) want.assign(std::begin(kDefaultQueries), std::end(kDefaultQueries));
+  std::vector<int> q;
+  for (int p : want) {
+    int pos = p < 0 ? T + p : p;  // negative: from the end
+    if (pos >= 0 && pos < T) q.push_back(pos);
+  }
+  std::sort(q.begin(), q.end());
+  q.erase(std::unique(q.begin(), q.end()), q.end());
+  return q;
+}
+
+// One (sequence, layer, format): {writer, decode}.
+std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name, const Unit& u,
+                                   const TraceGoldenOptions& opt, uint64_t seed,
+                                   const Ex2Profile& ex2) {
+  const TraceMeta& m = t.meta;
+  const TraceSequence& sq = t.sequences[u.seq];
+  const int D = m.head_dim, T = sq.num_tokens;
+  const uint32_t HD = kernel_hdim_for(D), H = uint32_t(m.num_kv_heads), QH = uint32_t(m.num_q_heads),
+                 B = opt.block_size, n = H * HD;
+  const FormatTraits& ft = traits(u.format);
+  std::string name = "real_" + m.model_name + "_" + sq.name + "_layer" + std::to_string(u.layer) +
+                     "_" + ft.name + "_hdim" + std::to_string(HD) +
+                     (uint32_t(D) != HD ? "_pad" + std::to_string(D) : "") + "_bs" + std::to_string(B);
+  golden::Rng rng(seed);
+
+  // ---- pool: logical block j of the sequence lives in physical block perm[j] ----------------
+  const uint32_t nblk = (uint32_t(T) + B - 1) / B, NB = nblk + 1;  // one spare (poisoned) block
+  std::vector<int32_t> perm(NB);
+  for (uint32_t i = 0; i < NB; ++i) perm[i] = int32_t(i);
+  for (uint32_t i = NB; i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
+  auto slot_of = [&](int p) { return int64_t(perm[uint32_t(p) / B]) * B + uint32_t(p) % B; };
+
+  const std::vector<uint16_t> K = pad_rows(sq.k[size_t(u.layer)], size_t(T), int(H), D, HD);
+  const std::vector<uint16_t> V = pad_rows(sq.v[size_t(u.layer)], size_t(T), int(H), D, HD);
+  const std::vector<uint16_t> Q = pad_rows(sq.q[size_t(u.layer)], size_t(T), int(QH), D, HD);
+
+  // ---- writer: every position, in shuffled token order ----------------------------------------
+  std::vector<int> order(static_cast<size_t>(T));
+  for (int i = 0; i < T; ++i) order[size_t(i)] = i;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  std::vector<int64_t> slots;
+  std::vector<uint16_t> k_rows, v_rows;
+  for (int p : order) {
+    slots.push_back(slot_of(p));
+    k_rows.insert(k_rows.end(), K.begin() + int64_t(p) * n, K.begin() + int64_t(p + 1) * n);
+    v_rows.insert(v_rows.end(), V.begin() + int64_t(p) * n, V.begin() + int64_t(p + 1) * n);
+  }
+  golden::CaseSpec ws;
+  ws.kind = golden::CaseKind::writer;
+  ws.format = u.format;
+  ws.head_dim = HD;
+  ws.num_kv_heads = H;
+  ws.block_size = B;
+  ws.num_tokens = uint32_t(T);
+  ws.padding_tokens = opt.padding_tokens;
+  ws.layout = golden::Layout::shuffled;
+  GoldenCase wc = golden::build_writer_from_tokens(ws, name + "__writer", seed, NB, slots, k_rows,
+                                                   v_rows);
+  const std::string source = "trace " + trace_name + " " + sq.name + " layer " +
+                             std::to_string(u.layer) + " (" + m.model_name + ")";
+  const std::string padding = uint32_t(D) == HD ? std::string("head_dim ") + std::to_string(D)
+                              : "head_dim " + std::to_string(D) + " zero-padded to " +
+                                    std::to_string(HD) + " (padded q, k, v dims are +0)";
+  wc.distribution = "trace";
+  wc.exercises = "writer half of " + name + ": " + source + ", all " + std::to_string(T) +
+                 " positions, shuffled slots, " + std::to_string(opt.padding_tokens) +
+                 " slot<0 tokens, " + padding;
+
+  // ---- decode: queries at chosen positions over their causal prefixes -------------------------
+  const std::vector<int> qpos = query_positions(opt, T);
+  const uint32_t S = uint32_t(qpos.size()), MB = nblk + 1;  // one out-of-range entry at least
+  const int32_t oor[4] = {-1, int32_t(NB), int32_t(NB) + 100000, INT32_MIN};
+  DecodeParams p;
+  p.max_blocks_per_seq = MB;
+  p.num_q_heads = QH;
+  p.num_kv_heads = H;
+  p.head_dim = HD;
+  p.block_size = B;
+  p.inv_sqrt_d = float(m.attn_scale);  // the model's scale (1/sqrt(48)), not 1/sqrt(HDIM)
+  p.q_stride = QH * HD;
+  p.sliding_window = 0;
+  p.num_seqs = S;
+  p.hdim = HD;
+  std::vector<int32_t> seq_lens(S), tables(uint64_t(S) * MB);
+  std::vector<uint16_t> q(uint64_t(S) * p.q_stride);
+  for (uint32_t s = 0; s < S; ++s) {
+    seq_lens[s] = qpos[s] + 1;
+    const uint32_t used = (uint32_t(seq_lens[s]) + B - 1) / B;
+    for (uint32_t j = 0; j < MB; ++j)
+      tables[uint64_t(s) * MB + j] = j < used ? perm[j] : oor[(s + j) % 4];
+    std::copy_n(Q.begin() + int64_t(qpos[s]) * p.q_stride, p.q_stride,
+                q.begin() + int64_t(s) * p.q_stride);
+  }
+  GoldenCase dc;
+  dc.name = name;
+  dc.kind = golden::CaseKind::decode;
+  dc.format = u.format;
+  dc.threshold = p.threshold;
+  dc.seed = seed;
+  dc.distribution = "trace";
+  dc.linked_case = wc.name;
+  golden::DecodeCase& d = dc.d;
+  p.v_block_stride_bytes = wc.w.p.v_block_stride_bytes;
+  p.v_data_section_bytes = wc.w.p.v_data_section_bytes;
+  d.p = p;
+  d.num_blocks = NB;
+  d.q = q;
+  d.block_tables = tables;
+  d.seq_lens = seq_lens;
+  d.k_init = wc.w.k_expected;
+  d.v_init = wc.w.v_expected;
+  d.out_init.assign(uint64_t(S) * QH * HD, kOutputPoison);
+  const CacheGeometry g{H, HD, B, NB, p.v_block_stride_bytes, p.v_data_section_bytes};
+  golden::Rng prng(seed ^ 0x504F49534F4E0000ull);  // "POISON"
+  const int last = qpos.back();
+  for (int pos = last + 1; pos < T; ++pos) {  // written, but no query reaches it
+    const int64_t slot = slot_of(pos);
+    golden::poison_k(prng, {d.k_init.data() + g.k_row_offset(slot), g.k_row_bytes()});
+    golden::poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(slot, ft.bits),
+                                  g.v_code_row_bytes(ft.bits)});
+    golden::poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(slot), g.v_scale_row_bytes()});
+  }
+
+  // fp64 references before skipped V groups are poisoned (they read every prefix position)
+  std::vector<uint16_t> v_values(uint64_t(NB) * B * n, 0);
+  for (int pos = 0; pos < T; ++pos)
+    std::copy_n(V.begin() + int64_t(pos) * n, n, v_values.begin() + slot_of(pos) * n);
+  d.diag.ref_dequantised = reference_attention(u.format, q, d.k_init, d.v_init, v_values, tables,
+                                               seq_lens, p, ReferenceV::dequantised);
+  d.diag.ref_unquantised = reference_attention(u.format, q, d.k_init, d.v_init, v_values, tables,
+                                               seq_lens, p, ReferenceV::unquantised);
+
+  // First model run: which (slot, kv head) V groups some q head reads unskipped. The others are
+  // poisoned, so a kernel that reads a skipped position's V produces NaN.
+  DecodeDiagnostics diag;
+  std::vector<uint16_t> out1(d.out_init);
+  paged_decode_model(u.format, q, d.k_init, d.v_init, out1, tables, seq_lens, p, ex2, &diag);
+  const uint32_t group = QH / H;
+  std::vector<uint8_t> v_needed(uint64_t(NB) * B * H, 0);
+  for (uint32_t s = 0; s < S; ++s)
+    for (uint32_t qh = 0; qh < QH; ++qh) {
+      const DecodeHeadDiag& hd = diag.heads[uint64_t(s) * QH + qh];
+      for (int pos = 0; pos < seq_lens[s]; ++pos)
+        if (!hd.skipped[size_t(pos)]) v_needed[uint64_t(slot_of(pos)) * H + qh / group] = 1;
+    }
+  uint64_t poisoned = 0;
+  const uint32_t gph = HD / kGroupSize;
+  for (int pos = 0; pos <= last; ++pos) {
+    const int64_t slot = slot_of(pos);
+    for (uint32_t h = 0; h < H; ++h) {
+      if (v_needed[uint64_t(slot) * H + h]) continue;
+      golden::poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(slot, ft.bits) +
+                                        uint64_t(h) * gph * ft.group_code_bytes,
+                                    uint64_t(gph) * ft.group_code_bytes});
+      golden::poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(slot) + uint64_t(h) * gph, gph});
+      ++poisoned;
+    }
+  }
+  DecodeDiagnostics diag2;
+  d.out_expected = d.out_init;
+  paged_decode_model(u.format, q, d.k_init, d.v_init, d.out_expected, tables, seq_lens, p, ex2, &diag2);
+  if (d.out_expected != out1)
+    throw std::logic_error(name + ": decode output changed after poisoning skipped V groups");
+
+  golden::DecodeDiagData& x = d.diag;
+  x.skip_offsets.push_back(0);
+  uint64_t skipped = 0, reads = 0;
+  for (const DecodeHeadDiag& hd : diag2.heads) {
+    x.skip_mask.insert(x.skip_mask.end(), hd.skipped.begin(), hd.skipped.end());
+    x.skip_offsets.push_back(x.skip_mask.size());
+    x.skip_count.push_back(hd.skip_count);
+    x.m.push_back(hd.m);
+    x.l.push_back(hd.l);
+    x.out_f32.insert(x.out_f32.end(), hd.out_f32.begin(), hd.out_f32.end());
+    skipped += hd.skip_count;
+    reads += hd.skipped.size();
+  }
+  std::string qs;
+  for (int pos : qpos) qs += (qs.empty() ? "" : ",") + std::to_string(pos);
+  dc.exercises = "decode: " + source + ", " + padding + ", queries at positions " + qs +
+                 " (seq_len = position + 1, shared blocks), all " + std::to_string(QH) +
+                 " q heads; " + std::to_string(skipped) + " of " + std::to_string(reads) +
+                 " (row, position) pairs skipped, " + std::to_string(poisoned) +
+                 " poisoned skipped V groups";
+  return {std::move(wc), std::move(dc)};
+}
+
+}  // namespace
+
+uint32_t kernel_hdim_for(int head_dim) {
+  if (head_dim >= 1 && head_dim <= 128) return 128;
+  if (head_dim > 128 && head_dim <= 256) return 256;
+  throw std::invalid_argument("trace head_dim = " + std::to_string(head_dim) +
+                              "; the kernels are built for HDIM 128 and 256, so 1..256");
+}
+
+std::vector<GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,
+                                          const TraceGoldenOptions& opt, const Ex2Profile& ex2) {
+  if (opt.block_size < 1 || opt.block_size > 1024)
+    throw std::invalid_argument("--block-size = " + std::to_string(opt.block_size) + "; allowed 1..1024");
+  if (opt.formats != "rotate" && opt.formats != "all")
+    throw std::invalid_argument("--trace-formats = " + opt.formats + "; allowed: rotate, all");
+  kernel_hdim_for(t.meta.head_dim);
+  std::vector<size_t> seqs;
+  for (size_t i = 0; i < t.sequences.size(); ++i)
+    if (opt.sequences.empty() ||
+        std::find(opt.sequences.begin(), opt.sequences.end(), t.sequences[i].name) != opt.sequences.end())
+      seqs.push_back(i);
+  for (const std::string& s : opt.sequences)
+    if (std::none_of(t.sequences.begin(), t.sequences.end(), [&](auto& q) { return q.name == s; }))
+      throw std::invalid_argument("--trace-sequences: " + trace_name + " has no sequence '" + s + "'");
+  std::vector<int> layers = opt.layers;
+  if (layers.empty())
+    for (int l = 0; l < t.meta.num_layers; ++l) layers.push_back(l);
+  for (int l : layers)
+    if (l < 0 || l >= t.meta.num_layers)
+      throw std::invalid_argument("--trace-layers: layer " + std::to_string(l) + "; allowed 0.." +
+                                  std::to_string(t.meta.num_layers - 1));
+  std::vector<Unit> units;
+  for (size_t si = 0; si < seqs.size(); ++si)
+    for (int l : layers) {
+      if (opt.formats == "all") {
+        for (const auto& f : kFormats) units.push_back({seqs[si], l, f.format});
+      } else {
+        units.push_back({seqs[si], l, kFormats[(seqs[si] + size_t(l)) % 3].format});
+      }
+    }
+  std::vector<std::vector<GoldenCase>> built(units.size());
+  std::vector<std::exception_ptr> errors(units.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < int64_t(units.size()); ++i) {
+    try {
+      built[size_t(i)] = build_unit(t, trace_name, units[size_t(i)], opt,
+                                    golden::case_seed(opt.seed, uint64_t(i)) & 0x7FFFFFFFFFFFFFFFull, ex2);
+    } catch (...) {
+      errors[size_t(i)] = std::current_exception();
+    }
+  }
+  std::vector<GoldenCase> out;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    for (auto& c : built[i]) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+size_t generate_trace_golden(const std::string& trace_path, const std::string& out,
+                             const TraceGoldenOptions& opt, const Ex2Profile& ex2,
+                             const std::string& command_line) {
+  Trace t = read_trace(trace_path);
+  const std::string trace_name = std::filesystem::path(trace_path).filename().string();
+  std::vector<GoldenCase> cases = build_trace_cases(t, trace_name, opt, ex2);
+  std::vector<uint8_t> bytes = read_file_bytes(trace_path, "trace");
+  golden::Provenance prov;
+  prov.tqref_version = kVersion;
+  prov.git_commit = kGitCommit;
+  prov.seed = opt.seed;
+  prov.threshold = kSparseVThreshold;
+  prov.ex2_profile_id = ex2.id();
+  prov.command_line = command_line;
+  prov.suite = "real";
+  prov.shard = "0/1";
+  common::AtomicOutput output(out);  // removed on error or interrupt
+  {
+    h5::Node root = h5::Node::create_file(output.temp_path());
+    golden::write_provenance(root, prov);
+    root.set_attr("trace_file", trace_name);
+    root.set_attr("trace_sha256", sha256_hex(bytes.data(), bytes.size()));
+    root.set_attr("trace_model_name", t.meta.model_name);
+    for (const auto& [k, v] : t.meta.provenance)
+      if (k == "checkpoint_sha256") root.set_attr("trace_checkpoint_sha256", v);
+    h5::Node group = root.create_group("cases");
+    for (const GoldenCase& c : cases) {
+      golden::write_case(group, c);
+      // Marks padded cases for readers that filter them: the trace's own head_dim.
+      group.set_attr("trace_head_dim", int64_t(t.meta.head_dim), c.name);
+    }
+  }  // file closed before the rename
+  output.commit();
+  return cases.size();
+}
+
+}  // namespace tqref::trace

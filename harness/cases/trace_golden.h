@@ -1,0 +1,48 @@
+// Golden cases from a real attention trace (docs/traces.md, "Golden cases from a trace").
+//
+// For each chosen (sequence, layer, format): a writer case that stores every position of the
+// sequence through a shuffled slot mapping (plus slot -1 padding tokens), and a linked decode case
+// whose "sequences" are queries at chosen positions t, each attending over the causal prefix
+// 0..t (seq_len t+1) of the same pool, with all q heads of the layer. Block tables of the queries
+// share the physical blocks. head_dim below the kernel's HDIM (128 or 256) is zero-padded in q, k
+// and v; the softmax scale stays the model's (attn_scale of the trace), so the padded case computes
+// what the model computes, in the HDIM kernel's operation order.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/golden_case.h"
+#include "io/trace_file.h"
+#include "tqref/ex2.h"
+
+namespace tqref::trace {
+
+struct TraceGoldenOptions {
+  std::vector<std::string> sequences;  // names; empty = all
+  std::vector<int> layers;             // empty = all
+  // Formats: "rotate" gives (sequence index + layer) % 3 -> turbo2v/3v/4v, so each layer of a
+  // multi-sequence trace meets every format; "all" gives all three for every pair.
+  std::string formats = "rotate";
+  std::vector<int> query_positions;    // empty = the default set (trace_golden.cpp), clipped to T
+  uint32_t block_size = 16;
+  uint32_t padding_tokens = 2;         // slot -1 tokens mixed into each writer case
+  uint64_t seed = 1;
+};
+
+// HDIM of the kernel build a head_dim runs on: 128 up to 128, 256 up to 256; throws above.
+uint32_t kernel_hdim_for(int head_dim);
+
+// The cases, in a deterministic order (sequence, layer, format), writer before its decode case.
+// Throws std::invalid_argument naming the option and its allowed values.
+std::vector<golden::GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,
+                                                  const TraceGoldenOptions& opt,
+                                                  const Ex2Profile& ex2);
+
+// Reads `trace_path` (validated), builds the cases and writes a golden file through a temporary
+// name. `command_line` is recorded as the provenance command. Returns the number of cases.
+size_t generate_trace_golden(const std::string& trace_path, const std::string& out,
+                             const TraceGoldenOptions& opt, const Ex2Profile& ex2,
+                             const std::string& command_line);
+
+}  // namespace tqref::trace

@@ -1,0 +1,198 @@
+#include "gpu/conform_run.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "conform/hdim_probe.h"
+#include "conform/options.h"
+#include "gpu/gpu_backend.h"
+#include "io/case_io.h"
+#include "io/ex2_profile_io.h"
+#include "judge/ex2_for_file.h"
+#include "judge/judge_case.h"
+#include "judge/report.h"
+
+namespace fs = std::filesystem;
+
+namespace tqref::conform {
+
+namespace {
+
+using golden::CaseKind;
+using golden::GoldenCase;
+
+bool format_of_kernel(const std::string& k, Format* f) {
+  const size_t at = k.rfind("_turbo");
+  return at != std::string::npos && golden::parse_format(k.substr(at + 1), f);
+}
+
+// The decode probe of hdim_probe.h for every decoder the module holds, at one HDIM.
+ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const Ex2Profile& ex2) {
+  ProbeAtHdim p;
+  p.hdim = hdim;
+  gpu::GpuBackend b(gpu::GpuOptions{o.device, m.file.path, hdim, o.threshold}, &ex2);
+  for (const std::string& k : m.found) {
+    Format f;
+    if (!is_decoder_kernel(k) || !format_of_kernel(k, &f)) continue;
+    const GoldenCase c = hdim_probe_case(f, hdim, o.threshold, ex2);
+    ++p.kernels;
+    const golden::CaseResult r = b.run(c);
+    if (!r.error.empty()) {
+      if (p.error.empty()) p.error = r.error;
+      if (!b.fault_case().empty()) {
+        m.fault = "HDIM probe/" + c.name;
+        return p;
+      }
+      continue;
+    }
+    // The probe's bytes do not depend on the EX2 unit (hdim_probe.h): compared as they are.
+    const golden::CaseVerdict v = golden::compare_case(c, r);
+    if (v.pass) ++p.exact;
+    p.bytes_differing += v.bytes_differing;
+  }
+  return p;
+}
+
+void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
+  bool any_decoder = false;
+  for (const auto& k : m.found) any_decoder = any_decoder || is_decoder_kernel(k);
+  if (!any_decoder) return;
+  m.hdim = hdim_for(o.hdims, m.file);
+  if (m.hdim) {
+    m.hdim_exact = true;
+    m.hdim_why = "stated with --hdim";
+  } else {
+    // Probe expectations with the GPU's own profile when there is one; otherwise with the
+    // reference table, which gives the same bytes (hdim_probe.h).
+    std::optional<Ex2Profile> reference;
+    const Ex2Profile* ex2 = o.device_ex2;
+    if (!ex2) {
+      reference.emplace(Ex2Profile::from_table("reference-ex2", "reference", ex2_reference_table()));
+      ex2 = &*reference;
+    }
+    const ProbeAtHdim a = probe(m, o, 128, *ex2);
+    if (!m.fault.empty()) return;
+    const ProbeAtHdim b = probe(m, o, 256, *ex2);
+    if (!m.fault.empty()) return;
+    const HdimChoice c = choose_hdim(a, b);
+    m.hdim = c.hdim;
+    m.hdim_exact = c.exact;
+    m.hdim_why = c.why;
+  }
+  if (!o.device_ex2) {
+    m.decoder_level = 'T';
+    m.decoder_level_why = "no EX2 profile for this GPU (tqref conform --calibrate measures one)";
+  } else if (!m.hdim_exact) {
+    m.decoder_level = 'T';
+    m.decoder_level_why = "the HDIM probe was not exact";
+  } else {
+    m.decoder_level = 'D';
+    m.decoder_level_why = "EX2 profile " + o.device_ex2->id() + " of this GPU";
+  }
+  std::printf("  decoders: HDIM %u (%s); level %c\n", m.hdim, m.hdim_why.c_str(), m.decoder_level);
+}
+
+std::string dir_name(const std::string& suite) {
+  return is_named_suite(suite) ? suite : fs::path(suite).stem().string();
+}
+
+void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
+  SuiteRun su;
+  su.suite = sf.name;
+  su.file = sf.path;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    h5::Node root = h5::Node::open_file(sf.path);
+    const golden::Provenance prov = golden::read_provenance(root);
+    const std::optional<Ex2Profile> file_ex2 = golden::ex2_for_file(prov, sf.path);
+    const Ex2Profile* fex2 = file_ex2 ? &*file_ex2 : nullptr;
+    gpu::GpuBackend backend(gpu::GpuOptions{o.device, m.file.path, m.hdim, o.threshold}, fex2);
+    const golden::Ex2Source src = backend.decode_ex2();
+    const bool level_t = m.decoder_level == 'T';
+    h5::Node cases = root.group("cases");
+    for (const std::string& name : cases.children()) {
+      GoldenCase c = golden::read_case(cases, name, level_t);
+      const std::string kernel = golden::kernel_name(c.kind, c.format);
+      if (!m.found.count(kernel)) continue;  // another module's kernel
+      const std::string why = backend.cannot_run(c);
+      if (!why.empty()) {
+        ++su.skipped[why];
+        ++su.skipped_per_kernel[kernel];
+        continue;
+      }
+      golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt);
+      if (!j.verdict.pass) {
+        std::fputs(j.tolerance ? golden::level_t_text(*j.tolerance).c_str()
+                               : golden::report_text(j.verdict, o.show).c_str(), stdout);
+        const std::string dir = o.out_dir + "/reproducers/" + m.tag + "/" + dir_name(sf.name);
+        fs::create_directories(dir);
+        su.reproducers[name] = golden::write_reproducer(dir, sf.path, prov, golden::read_case(cases, name, true));
+      }
+      su.verdicts.push_back(std::move(j.verdict));
+      if (j.tolerance) su.tolerance.push_back(std::move(*j.tolerance));
+      if (!backend.fault_case().empty()) {
+        m.fault = sf.name + "/" + backend.fault_case();
+        break;
+      }
+    }
+  } catch (const gpu::Error& e) {
+    m.error = "suite " + sf.name + ": " + e.what();
+    if (e.fault && m.fault.empty()) m.fault = sf.name + " (" + e.what() + ")";
+  } catch (const std::exception& e) {  // h5::Error, BadCase: the golden file, not the module
+    m.error = "suite " + sf.name + " (" + sf.path + "): " + e.what();
+  }
+  size_t failed = 0;
+  for (const auto& v : su.verdicts) failed += !v.pass;
+  uint64_t skipped = 0;
+  for (const auto& [k, n] : su.skipped) skipped += n;
+  std::printf("  %s: %zu cases, %zu passed, %zu failed, %llu skipped (%.1f s)\n", sf.name.c_str(),
+              su.verdicts.size(), su.verdicts.size() - failed, failed,
+              static_cast<unsigned long long>(skipped),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  m.suites.push_back(std::move(su));
+}
+
+}  // namespace
+
+void run_module(ModuleResult& m, const GpuRunOptions& o) {
+  std::printf("%s: %s\n", m.tag.c_str(), m.file.path.c_str());
+  gpu::Context ctx(o.device);  // held for the whole module; released before the next
+  const uint32_t sm = uint32_t(ctx.device().cc_major * 10 + ctx.device().cc_minor);
+  try {
+    const gpu::Module mod = gpu::Module::from_file(m.file.path);
+    for (const std::string& k : contract_kernels()) {
+      try {
+        mod.function(k);
+        m.found.insert(k);
+      } catch (const gpu::Error& e) {
+        if (e.code != 500 /* CUDA_ERROR_NOT_FOUND */) m.error = e.what();
+      }
+    }
+  } catch (const gpu::Error& e) {
+    m.load_error = e.what();
+    m.load_explanation = load_mismatch(m.inspection, sm);
+    if (m.load_explanation.empty())
+      m.load_explanation = "the driver refused it although its images (" + m.inspection.targets_text() +
+                           ") should suit sm_" + std::to_string(sm) + "; see the driver's error";
+    std::printf("  cannot load: %s\n", m.load_explanation.c_str());
+    return;
+  }
+  std::string found;
+  for (const auto& k : m.found) found += " " + k;
+  std::printf("  kernels:%s\n", found.empty() ? " none of the six" : found.c_str());
+  if (m.found.empty() || !m.error.empty()) return;
+  try {
+    establish_hdim(m, o);
+  } catch (const gpu::Error& e) {
+    m.error = std::string("HDIM probe: ") + e.what();
+    if (e.fault) m.fault = "HDIM probe";
+  }
+  if (!m.fault.empty() || !m.error.empty()) return;
+  for (const SuiteFile& sf : o.suites) {
+    run_suite(m, o, sf);
+    if (!m.fault.empty()) break;
+  }
+}
+
+}  // namespace tqref::conform

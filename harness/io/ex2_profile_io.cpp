@@ -1,0 +1,183 @@
+#include "io/ex2_profile_io.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "io/data_dir.h"
+#include "io/hdf5_util.h"
+
+namespace tqref {
+
+namespace {
+
+constexpr const char* kFormat = "tqref-ex2-profile";
+constexpr int64_t kFormatVersion = 1;
+constexpr const char* kDeltaDataset = "fraction_delta";
+
+constexpr const char* kStructureRules =
+    "x NaN (any sign, any payload) -> 0x7FFFFFFF; x = -0.0, +0.0 or subnormal -> 1.0 (0x3F800000); "
+    "x in [-1, 0) normal -> F[trunc(-x * 2^23)]; x in [-126, -1) -> 2^ceil(x) * F[-(x - ceil(x)) * "
+    "2^23] (exact scaling; 1.0 * 2^x for integer x); x < -126 and -Inf -> +0.0; "
+    "F[k] = EX2(-k * 2^-23), k in [0, 2^23], F[0] = 1.0, F[2^23] = 0.5";
+
+constexpr const char* kReferenceText =
+    "ref(k) = float(A[k >> 11] * B[k & 2047]) in IEEE double, A[h] = product of c[11 + j] over set "
+    "bits j of h, B[l] = product of c[j] over set bits j of l (increasing j, starting from 1.0), "
+    "c[22] = sqrt(0.5), c[j - 1] = sqrt(c[j]), c[23] = 0.5; see ex2_reference_table() in "
+    "harness/io/ex2_profile_io.cpp";
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_attr(const h5::Node& f, const char* name) {
+  if (!f.has_attr(name)) throw Ex2ProfileError(f.where() + ": attribute '" + name + "' missing");
+  return f.attr_string(name);
+}
+
+}  // namespace
+
+std::vector<uint32_t> ex2_reference_table() {
+  double c[24];
+  c[23] = 0.5;
+  c[22] = std::sqrt(0.5);  // IEEE sqrt is correctly rounded: deterministic
+  for (int j = 22; j > 0; --j) c[j - 1] = std::sqrt(c[j]);
+  // A covers k >> 11 in [0, 4096] (bit 12 of h is c[23] = 2^-1); B covers k & 2047.
+  std::vector<double> a(4097), b(2048);
+  for (uint32_t h = 0; h <= 4096; ++h) {
+    double p = 1.0;
+    for (int j = 0; j < 13; ++j)
+      if (h >> j & 1u) p = p * c[11 + j];
+    a[h] = p;
+  }
+  for (uint32_t l = 0; l < 2048; ++l) {
+    double p = 1.0;
+    for (int j = 0; j < 11; ++j)
+      if (l >> j & 1u) p = p * c[j];
+    b[l] = p;
+  }
+  std::vector<uint32_t> r(kEx2FractionEntries);
+  for (uint32_t k = 0; k < kEx2FractionEntries; ++k) {
+    float v = static_cast<float>(a[k >> 11] * b[k & 2047u]);
+    std::memcpy(&r[k], &v, 4);
+  }
+  return r;
+}
+
+std::string ex2_table_hash(const std::vector<uint32_t>& frac_bits) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (uint32_t v : frac_bits)
+    for (int i = 0; i < 4; ++i) {
+      h ^= (v >> (8 * i)) & 0xFFu;
+      h *= 0x100000001B3ull;
+    }
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h));
+  return s;
+}
+
+std::string ex2_profile_id(const std::string& arch, const std::vector<uint32_t>& frac_bits) {
+  return arch + "-ex2-v1-" + ex2_table_hash(frac_bits).substr(0, 12);
+}
+
+void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Provenance& prov) {
+  const std::vector<uint32_t>& f = p.fraction_table();
+  const std::vector<uint32_t> ref = ex2_reference_table();
+  std::vector<int8_t> delta(f.size());
+  for (size_t k = 0; k < f.size(); ++k) {
+    int64_t d = int64_t(f[k]) - int64_t(ref[k]);
+    if (d < -128 || d > 127)
+      throw Ex2ProfileError(path + ": F[" + std::to_string(k) + "] is " + std::to_string(d) +
+                            " ulp from the reference; the int8 delta encoding allows [-128, 127]");
+    delta[k] = static_cast<int8_t>(d);
+  }
+  h5::Node file = h5::Node::create_file(path);
+  file.set_attr("format", std::string(kFormat));
+  file.set_attr("format_version", kFormatVersion);
+  file.set_attr("profile_id", p.id());
+  file.set_attr("arch", p.arch());
+  file.set_attr("structure", std::string(kEx2Structure));
+  file.set_attr("structure_rules", std::string(kStructureRules));
+  file.set_attr("reference", std::string(kReferenceText));
+  file.set_attr("table_fnv1a64", ex2_table_hash(f));
+  file.set_attr("device_name", prov.device_name);
+  file.set_attr("driver_version", prov.driver_version);
+  file.set_attr("cuda_version", prov.cuda_version);
+  file.set_attr("measured_date", prov.measured_date);
+  file.set_attr("measured_by", prov.measured_by);
+  file.set_attr("regenerate_command", prov.regenerate_command);
+  file.write(kDeltaDataset, delta, {f.size()},
+             "F_bits[k] = reference_bits(k) + delta[k], k in [0, 2^23]; F[k] = EX2(-k * 2^-23)");
+}
+
+Ex2Provenance read_ex2_provenance(const std::string& path) {
+  h5::Node f = h5::Node::open_file(path);
+  return {read_attr(f, "device_name"), read_attr(f, "driver_version"),
+          read_attr(f, "cuda_version"), read_attr(f, "measured_date"),
+          read_attr(f, "measured_by"),  read_attr(f, "regenerate_command")};
+}
+
+Ex2Profile load_ex2_profile(const std::string& path) {
+  try {
+    h5::Node f = h5::Node::open_file(path);
+    if (read_attr(f, "format") != kFormat)
+      throw Ex2ProfileError(f.where() + ": attribute 'format' is '" + f.attr_string("format") +
+                            "'; expected '" + kFormat + "'");
+    if (!f.has_attr("format_version") || f.attr_int("format_version") != kFormatVersion)
+      throw Ex2ProfileError(f.where() + ": attribute 'format_version' must be 1");
+    const std::string structure = read_attr(f, "structure");
+    if (structure != kEx2Structure)
+      throw Ex2ProfileError(f.where() + ": structure '" + structure + "' is not the one this model "
+                            "implements ('" + kEx2Structure + "')");
+    const std::string arch = read_attr(f, "arch"), id = read_attr(f, "profile_id");
+    std::vector<uint64_t> shape{kEx2FractionEntries};
+    std::vector<int8_t> delta;
+    try {
+      delta = f.read<int8_t>(kDeltaDataset, &shape);
+    } catch (const h5::Error& e) {
+      throw Ex2ProfileError(std::string(e.what()) + " (expected int8 [" +
+                            std::to_string(kEx2FractionEntries) + "], 2^23 + 1 entries)");
+    }
+    std::vector<uint32_t> frac = ex2_reference_table();
+    for (size_t k = 0; k < frac.size(); ++k) frac[k] = uint32_t(int64_t(frac[k]) + delta[k]);
+    const std::string hash = ex2_table_hash(frac);
+    if (hash != read_attr(f, "table_fnv1a64") || id != ex2_profile_id(arch, frac))
+      throw Ex2ProfileError(f.where(kDeltaDataset) + ": decoded table hash " + hash +
+                            " does not match attributes table_fnv1a64 / profile_id '" + id +
+                            "' (corrupt or edited file)");
+    try {
+      return Ex2Profile::from_table(id, arch, std::move(frac));
+    } catch (const std::invalid_argument& e) {
+      throw Ex2ProfileError(f.where(kDeltaDataset) + ": " + e.what());
+    }
+  } catch (const h5::Error& e) {
+    throw Ex2ProfileError(e.what());
+  }
+}
+
+std::string find_ex2_profile(const std::string& arch) {
+  const std::vector<std::string> tried = data_file_candidates("hw/" + arch + "/ex2.h5");
+  for (const auto& p : tried)
+    if (file_exists(p)) return p;
+  std::string msg = "no EX2 profile for arch '" + arch + "' (looked in:";
+  for (const auto& p : tried) msg += " " + p;
+  msg += "). Measure one on a GPU of that architecture with `tqref calibrate ex2` (it writes "
+         "$TQREF_DATA_DIR/hw/" + arch + "/ex2.h5, or ./tqref-data/hw/" + arch +
+         "/ex2.h5 when TQREF_DATA_DIR is unset) and point TQREF_DATA_DIR at it; see docs/ex2.md";
+  throw Ex2ProfileError(msg);
+}
+
+Ex2Profile load_ex2_profile_for_arch(const std::string& arch) {
+  const std::string path = find_ex2_profile(arch);
+  Ex2Profile p = load_ex2_profile(path);
+  if (p.arch() != arch)
+    throw Ex2ProfileError(path + ": attribute 'arch' is '" + p.arch() + "'; expected '" + arch + "'");
+  return p;
+}
+
+}  // namespace tqref

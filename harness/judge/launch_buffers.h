@@ -1,0 +1,24 @@
+// Every device buffer of one launch of a golden case, in SPEC's parameter order, with the bytes it
+// holds before the launch. The GPU backend uploads exactly these (each between guard bands);
+// compare_case checks that the inputs among them come back unchanged (SPEC section 6: "inputs the
+// kernel must not read" and the guards around every device buffer).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/golden_case.h"
+
+namespace tqref::golden {
+
+struct LaunchBuffer {
+  std::string name;            // SPEC's parameter name: "key", "k_cache", "output", ...
+  std::vector<uint8_t> bytes;  // contents before the launch (little-endian element bytes)
+  bool output = false;         // written by the kernel (judged by level W/D); else input
+};
+
+// Writer: key, value, k_cache (out), v_cache (out), slot_mapping.
+// Decode: q, k_cache, v_cache, output (out), block_tables, seq_lens.
+std::vector<LaunchBuffer> launch_buffers(const GoldenCase& c);
+
+}  // namespace tqref::golden

@@ -1,0 +1,298 @@
+#include "judge/level_t.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "tqref/contract.h"
+#include "tqref/decode.h"
+#include "tqref/numeric.h"
+#include "tqref/quantize.h"
+
+namespace tqref::golden {
+
+namespace {
+
+// bf16 spacing at |x|: 2^(e-8) for x in [2^(e-1), 2^e) (8 significant bits), 2^-133 at the bottom.
+double ulp_bf16(double x) {
+  x = std::fabs(x);
+  if (!(x > 0) || !std::isfinite(x)) return 0x1p-133;
+  int e = 0;
+  std::frexp(x, &e);
+  return std::max(std::ldexp(1.0, e - 8), 0x1p-133);
+}
+
+// Distance in representable bf16 values (sign-magnitude mapped to a line; +0 and -0 coincide).
+uint32_t bf16_ulp_distance(uint16_t a, uint16_t b) {
+  auto ord = [](uint16_t x) { return (x & 0x8000) ? -int32_t(x & 0x7FFF) : int32_t(x); };
+  return uint32_t(std::abs(ord(a) - ord(b)));
+}
+
+ErrorDist make_dist(std::vector<double>& v) {
+  ErrorDist d;
+  d.n = v.size();
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  auto q = [&](double f) { return v[std::min(v.size() - 1, size_t(f * double(v.size() - 1) + 0.5))]; };
+  d.p50 = q(0.5);
+  d.p90 = q(0.9);
+  d.p99 = q(0.99);
+  d.max = v.back();
+  return d;
+}
+
+struct ModelRun {
+  std::vector<uint16_t> out;
+  DecodeDiagnostics diag;
+};
+
+ModelRun run_model(const GoldenCase& c, float threshold, const Ex2Profile& ex2) {
+  const DecodeCase& d = c.d;
+  ModelRun m;
+  m.out = d.out_init;
+  DecodeParams p = d.p;
+  p.threshold = threshold;
+  paged_decode_model(c.format, d.q, d.k_init, d.v_init, m.out, d.block_tables, d.seq_lens, p, ex2,
+                     &m.diag);
+  return m;
+}
+
+// Largest |v| over the head_dim values of position `pos` of sequence s for kv head kvh, as the
+// decoder dequantises them; *poisoned when any is NaN (a poisoned scale byte).
+double max_abs_v(const GoldenCase& c, uint32_t s, uint32_t pos, uint32_t kvh, bool* poisoned) {
+  const DecodeCase& d = c.d;
+  const FormatTraits& t = traits(c.format);
+  const DecodeParams& p = d.p;
+  const CacheGeometry g{p.num_kv_heads, p.head_dim, p.block_size, d.num_blocks,
+                        p.v_block_stride_bytes, p.v_data_section_bytes};
+  const int64_t blk = d.block_tables[uint64_t(s) * p.max_blocks_per_seq + pos / p.block_size];
+  const int64_t slot = blk * p.block_size + pos % p.block_size;
+  const uint8_t* codes = d.v_init.data() + g.v_code_row_offset(slot, t.bits);
+  const uint8_t* scales = d.v_init.data() + g.v_scale_row_offset(slot);
+  double mx = 0;
+  *poisoned = false;
+  for (uint32_t dim = 0; dim < p.head_dim; ++dim) {
+    const uint32_t e = kvh * p.head_dim + dim, grp = e / kGroupSize;
+    const uint32_t code = unpack_group_code(t.bits, codes + uint64_t(grp) * t.group_code_bytes, e % kGroupSize);
+    const float v = dequantize_code(t, code, scales[grp]);
+    if (std::isnan(v)) *poisoned = true;
+    else mx = std::max(mx, std::fabs(double(v)));
+  }
+  return mx;
+}
+
+std::string num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", x);
+  return b;
+}
+
+std::string dist_json(const ErrorDist& d) {
+  return "{\"n\":" + std::to_string(d.n) + ",\"p50\":" + num(d.p50) + ",\"p90\":" + num(d.p90) +
+         ",\"p99\":" + num(d.p99) + ",\"max\":" + num(d.max) + "}";
+}
+
+std::string json_str(const std::string& s) {
+  std::string r = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\', r += ch;
+    else if (ch == '\n') r += "\\n";
+    else if (static_cast<unsigned char>(ch) < 0x20) r += ' ';
+    else r += ch;
+  }
+  return r + "\"";
+}
+
+}  // namespace
+
+LevelTVerdict judge_level_t(const GoldenCase& c, const CaseResult& r, const Ex2Profile* model_ex2,
+                            const LevelTOptions& o) {
+  LevelTVerdict t;
+  t.name = c.name;
+  t.kernel = kernel_name(c.kind, c.format);
+  if (c.kind != CaseKind::decode) throw std::logic_error("judge_level_t: " + c.name + " is a writer case");
+  // Exact-level checks that hold at level T too.
+  const CaseVerdict exact = compare_case(c, r);
+  if (!exact.error.empty()) {
+    t.error = exact.error;
+    return t;
+  }
+  for (const auto& [cat, n] : exact.categories)
+    if (cat != "output-value" && cat != "skipped-v-read") t.structural[cat] = n;
+  if (!model_ex2) {
+    t.error = "no EX2 profile to run the model with";
+    return t;
+  }
+  t.note = "model run with EX2 profile " + model_ex2->id();
+  const DecodeCase& d = c.d;
+  const DecodeParams& p = d.p;
+  const uint32_t D = p.head_dim, QH = p.num_q_heads, q_per_kv = QH / p.num_kv_heads;
+  const float thr_lo = float(double(c.threshold) * (1 - o.margin));
+  const float thr_hi = float(double(c.threshold) * (1 + o.margin));
+  ModelRun exact_run, lo, hi;
+  try {
+    exact_run = run_model(c, c.threshold, *model_ex2);
+    lo = run_model(c, thr_lo, *model_ex2);
+    hi = run_model(c, thr_hi, *model_ex2);
+  } catch (const std::invalid_argument& e) {
+    t.error = std::string("model: ") + e.what();
+    return t;
+  }
+  const uint8_t* got = r.buffers.at("output").data();
+  const bool have_deq = d.diag.ref_dequantised.size() == d.out_init.size();
+  const bool have_unq = d.diag.ref_unquantised.size() == d.out_init.size();
+  std::vector<double> ulp_m, row_m, row_rd, row_ru, base_rd;
+  double worst_ratio = -1;
+  for (uint32_t s = 0; s < p.num_seqs; ++s) {
+    const int32_t L = d.seq_lens[s];
+    if (L <= 0) continue;
+    const uint32_t start = window_start(uint32_t(L), p.sliding_window);
+    for (uint32_t qh = 0; qh < QH; ++qh) {
+      const uint64_t row = uint64_t(s) * QH + qh, base = row * D;
+      // flip candidates of this row and what a flip could move
+      double allowance = 0;
+      bool poisoned_candidate = false;
+      const double l_row = exact_run.diag.heads[row].l > 0 ? exact_run.diag.heads[row].l : 1.0;
+      for (uint32_t i = 0; i < uint32_t(L) - start; ++i) {
+        if (lo.diag.heads[row].skipped[i] == hi.diag.heads[row].skipped[i]) continue;
+        FlipCandidate f{s, qh, start + i, exact_run.diag.heads[row].skipped[i] != 0, false, 0};
+        f.max_abs_v = max_abs_v(c, s, start + i, qh / q_per_kv, &f.v_poisoned);
+        poisoned_candidate |= f.v_poisoned;
+        allowance += double(thr_hi) * f.max_abs_v / l_row;
+        ++t.flip_candidates;
+        if (t.first_flips.size() < kMaxListed) t.first_flips.push_back(f);
+      }
+      auto got_bits = [&](uint32_t i) { return uint16_t(got[2 * (base + i)] | got[2 * (base + i) + 1] << 8); };
+      bool new_nan = false;
+      for (uint32_t i = 0; i < D; ++i)
+        new_nan |= std::isnan(bf16_to_f32(got_bits(i))) && !std::isnan(bf16_to_f32(exact_run.out[base + i]));
+      if (new_nan && poisoned_candidate) {
+        ++t.rows_flip_poisoned;
+        continue;
+      }
+      double scale = 0, scale_u = 0;
+      for (uint32_t i = 0; i < D; ++i) {
+        if (have_deq && std::isfinite(d.diag.ref_dequantised[base + i]))
+          scale = std::max(scale, std::fabs(d.diag.ref_dequantised[base + i]));
+        if (have_unq && std::isfinite(d.diag.ref_unquantised[base + i]))
+          scale_u = std::max(scale_u, std::fabs(d.diag.ref_unquantised[base + i]));
+      }
+      for (uint32_t i = 0; i < D; ++i) {
+        const uint16_t gb = got_bits(i), mb = exact_run.out[base + i];
+        const double g = bf16_to_f32(gb), m = bf16_to_f32(mb);
+        ++t.elements;
+        if (std::isnan(g) || std::isnan(m) || std::isinf(g) || std::isinf(m)) {
+          const bool same = (std::isnan(g) && std::isnan(m)) || g == m;
+          if (!same) ++t.nan_mismatch;
+          continue;
+        }
+        const double err = std::fabs(g - m);
+        const double tol = o.tol_ulps * ulp_bf16(std::max(std::fabs(g), std::fabs(m))) + o.tol_row * scale + allowance;
+        if (err > tol) ++t.over_tolerance;
+        const double ratio = err / tol;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          char b[256];
+          std::snprintf(b, sizeof b, "seq %u qhead %u dim %u (L %d): got %.9g model %.9g, |err| %.3g, tolerance %.3g",
+                        s, qh, i, L, g, m, err, tol);
+          t.worst = b;
+        }
+        ulp_m.push_back(bf16_ulp_distance(gb, mb));
+        if (scale > 0) {
+          row_m.push_back(err / scale);
+          const double ref = d.diag.ref_dequantised[base + i];
+          row_rd.push_back(std::fabs(g - ref) / scale);
+          base_rd.push_back(std::fabs(m - ref) / scale);
+        }
+        if (scale_u > 0) row_ru.push_back(std::fabs(g - d.diag.ref_unquantised[base + i]) / scale_u);
+      }
+    }
+  }
+  t.ulp_vs_model = make_dist(ulp_m);
+  t.row_vs_model = make_dist(row_m);
+  t.row_vs_ref_dequantised = make_dist(row_rd);
+  t.row_vs_ref_unquantised = make_dist(row_ru);
+  t.model_row_vs_ref_dequantised = make_dist(base_rd);
+  t.pass = t.structural.empty() && t.over_tolerance == 0 && t.nan_mismatch == 0;
+  return t;
+}
+
+CaseVerdict level_t_case_verdict(const LevelTVerdict& t) {
+  CaseVerdict v;
+  v.name = t.name;
+  v.kernel = t.kernel;
+  v.kind = "decode";
+  v.pass = t.pass;
+  v.error = t.error;
+  v.categories = t.structural;
+  if (t.over_tolerance) v.categories["over-tolerance"] = t.over_tolerance;
+  if (t.nan_mismatch) v.categories["nonfinite-mismatch"] = t.nan_mismatch;
+  if (!t.pass && v.error.empty()) {
+    v.error = "level T: " + std::to_string(t.over_tolerance) + " elements over tolerance, " +
+              std::to_string(t.nan_mismatch) + " non-finite mismatches, " +
+              std::to_string(t.structural.size()) + " structural categories; worst " + t.worst;
+  }
+  v.bytes_compared = t.elements * 2;
+  return v;
+}
+
+std::string level_t_text(const LevelTVerdict& t) {
+  char b[512];
+  std::string r = (t.pass ? "PASS(T) " : "FAIL(T) ") + t.name;
+  if (!t.error.empty()) return r + ": " + t.error + "\n";
+  std::snprintf(b, sizeof b,
+                ": %llu elements, ulp vs model p50 %g p99 %g max %g; |err|/row vs model max %.3g, vs "
+                "fp64(dequantised V) max %.3g (model itself %.3g); %llu flip candidates, %llu rows "
+                "flip-onto-poisoned-V\n",
+                (unsigned long long)t.elements, t.ulp_vs_model.p50, t.ulp_vs_model.p99,
+                t.ulp_vs_model.max, t.row_vs_model.max, t.row_vs_ref_dequantised.max,
+                t.model_row_vs_ref_dequantised.max, (unsigned long long)t.flip_candidates,
+                (unsigned long long)t.rows_flip_poisoned);
+  r += b;
+  if (!t.pass) {
+    r += "    " + std::to_string(t.over_tolerance) + " over tolerance, " +
+         std::to_string(t.nan_mismatch) + " non-finite mismatches; worst: " + t.worst + "\n";
+    for (const auto& [cat, n] : t.structural) r += "    " + cat + " x" + std::to_string(n) + "\n";
+  }
+  return r;
+}
+
+std::string level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o) {
+  std::string j = "{\"level\":\"T\",\"options\":{\"margin\":" + num(o.margin) +
+                  ",\"tol_ulps\":" + num(o.tol_ulps) + ",\"tol_row\":" + num(o.tol_row) + "},\"cases\":[";
+  for (size_t k = 0; k < ts.size(); ++k) {
+    const LevelTVerdict& t = ts[k];
+    j += k ? "," : "";
+    j += "{\"name\":" + json_str(t.name) + ",\"kernel\":" + json_str(t.kernel) +
+         ",\"pass\":" + (t.pass ? "true" : "false") + ",\"error\":" + json_str(t.error) +
+         ",\"note\":" + json_str(t.note) + ",\"elements\":" + std::to_string(t.elements) +
+         ",\"over_tolerance\":" + std::to_string(t.over_tolerance) +
+         ",\"nonfinite_mismatch\":" + std::to_string(t.nan_mismatch) +
+         ",\"rows_flip_onto_poisoned_v\":" + std::to_string(t.rows_flip_poisoned) +
+         ",\"worst\":" + json_str(t.worst) + ",\"structural\":{";
+    bool first = true;
+    for (const auto& [cat, n] : t.structural) {
+      j += (first ? "" : ",") + json_str(cat) + ":" + std::to_string(n);
+      first = false;
+    }
+    j += "},\"ulp_vs_model\":" + dist_json(t.ulp_vs_model) +
+         ",\"row_rel_vs_model\":" + dist_json(t.row_vs_model) +
+         ",\"row_rel_vs_ref_dequantised\":" + dist_json(t.row_vs_ref_dequantised) +
+         ",\"row_rel_vs_ref_unquantised\":" + dist_json(t.row_vs_ref_unquantised) +
+         ",\"model_row_rel_vs_ref_dequantised\":" + dist_json(t.model_row_vs_ref_dequantised) +
+         ",\"flip_candidates\":" + std::to_string(t.flip_candidates) + ",\"first_flips\":[";
+    for (size_t i = 0; i < t.first_flips.size(); ++i) {
+      const FlipCandidate& f = t.first_flips[i];
+      j += (i ? "," : "") + std::string("{\"seq\":") + std::to_string(f.seq) + ",\"qhead\":" +
+           std::to_string(f.qhead) + ",\"pos\":" + std::to_string(f.pos) + ",\"skipped_by_model\":" +
+           (f.skipped_by_model ? "true" : "false") + ",\"v_poisoned\":" + (f.v_poisoned ? "true" : "false") +
+           ",\"max_abs_v\":" + num(f.max_abs_v) + "}";
+    }
+    j += "]}";
+  }
+  return j + "]}\n";
+}
+
+}  // namespace tqref::golden
