@@ -302,3 +302,41 @@ BOOST_AUTO_TEST_CASE(wrong_dataset_shape) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// `tqref calibrate ex2` writes by default where the profile loader looks first: a table measured
+// elsewhere (--from-raw), calibrated without --out, must then be what find_ex2_profile() returns
+// for its architecture, with TQREF_DATA_DIR set (its folder) and unset (the source tree's data/,
+// run from another working directory). Catches a default output the loader never searches (it
+// was ./tqref-data/... of the working directory while the loader read data/ of the source tree).
+// The unused architecture name sm_999 keeps the file written into data/ apart; it is removed.
+BOOST_AUTO_TEST_CASE(calibrate_default_output_is_where_the_loader_looks) {
+  const fs::path dir = fs::temp_directory_path() / ("tqref_calib_" + std::to_string(::getpid()));
+  const fs::path in_source = fs::path(TQREF_SOURCE_DIR) / "data" / "hw" / "sm_999";
+  fs::remove_all(dir);
+  fs::remove_all(in_source);
+  fs::create_directories(dir / "data");
+  const fs::path raw = dir / "F.u32";
+  {
+    std::ofstream out(raw, std::ios::binary);
+    for (uint32_t v : profile().fraction_table()) {
+      const unsigned char le[4] = {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)};
+      out.write(reinterpret_cast<const char*>(le), 4);
+    }
+  }
+  for (const bool set : {true, false}) {
+    const std::string env = set ? "TQREF_DATA_DIR='" + (dir / "data").string() + "'"
+                                : "env -u TQREF_DATA_DIR";
+    const std::string cmd = "cd '" + dir.string() + "' && " + env + " '" TQREF_CLI "' calibrate ex2" +
+                            " --from-raw '" + raw.string() + "' --arch sm_999 --device-name test" +
+                            " --driver 0 --cuda 0 --date 2026-12-01 > log 2>&1";
+    BOOST_TEST_REQUIRE(std::system(cmd.c_str()) == 0, cmd);
+    if (set) ::setenv("TQREF_DATA_DIR", (dir / "data").c_str(), 1);
+    const std::string found = find_ex2_profile("sm_999");
+    ::unsetenv("TQREF_DATA_DIR");
+    const fs::path want = (set ? dir / "data" / "hw" / "sm_999" : in_source) / "ex2.h5";
+    BOOST_TEST(found == want.string());
+    BOOST_TEST(load_ex2_profile(found).fraction_table() == profile().fraction_table());
+  }
+  fs::remove_all(in_source);
+  fs::remove_all(dir);
+}

@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "io/atomic_output.h"
+#include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
@@ -34,11 +35,8 @@ struct Options {
   std::string command_line;
 };
 
-std::string default_out(const std::string& arch) {
-  const char* d = std::getenv("TQREF_DATA_DIR");
-  const std::string root = (d && *d) ? d : "tqref-data";
-  return root + "/hw/" + arch + "/ex2.h5";
-}
+// Where the profile loader looks first (io/data_dir.h), so the next run finds the profile.
+std::string default_out(const std::string& arch) { return data_dir() + "/hw/" + arch + "/ex2.h5"; }
 
 // Writes through a temporary file and a rename, so a failed run never leaves a half profile, and
 // refuses to replace an existing profile (possibly a committed one) without --force.
@@ -240,8 +238,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "  model against each result and writes the profile (docs/ex2.md). Options");
   Options o;
   desc.add_options()("help,h", "this text")
-      ("out", po::value(&o.out), "output profile (default $TQREF_DATA_DIR/hw/<arch>/ex2.h5, or "
-       "./tqref-data/hw/<arch>/ex2.h5)")
+      ("out", po::value(&o.out), "output profile (default: where the loader looks first, "
+       "$TQREF_DATA_DIR/hw/<arch>/ex2.h5, or the source tree's data/hw/<arch>/ex2.h5 when "
+       "TQREF_DATA_DIR is unset)")
       ("arch", po::value(&o.arch), "sm_XX, or auto (the device's)")
       ("device", po::value(&o.device), "CUDA device ordinal (default 0)")
       ("force", po::bool_switch(&o.force), "replace an existing profile")

@@ -167,8 +167,7 @@ std::string find_ex2_profile(const std::string& arch) {
   std::string msg = "no EX2 profile for arch '" + arch + "' (looked in:";
   for (const auto& p : tried) msg += " " + p;
   msg += "). Measure one on a GPU of that architecture with `tqref calibrate ex2` (it writes "
-         "$TQREF_DATA_DIR/hw/" + arch + "/ex2.h5, or ./tqref-data/hw/" + arch +
-         "/ex2.h5 when TQREF_DATA_DIR is unset) and point TQREF_DATA_DIR at it; see docs/ex2.md";
+         "the first of these places, where later runs find it); see docs/ex2.md";
   throw Ex2ProfileError(msg);
 }
 
