@@ -125,6 +125,13 @@ Check check_slot_mapping(std::span<const int64_t> slots, uint64_t num_blocks, ui
   return std::nullopt;
 }
 
+Check check_engine_head_dim(uint32_t head_dim) {
+  if (head_dim == 0 || head_dim > kDecodeHdims[1])
+    return bad("head_dim", str(head_dim),
+               "1 .. 256 (the engine runs HDIM=128 up to 128, HDIM=256 up to 256)");
+  return std::nullopt;
+}
+
 Check check_decode_build(const DecodeParams& p) {
   if (!is_decode_hdim(p.hdim))
     return bad("hdim", str(p.hdim), "128, 256 (the kernel's compile-time HDIM)");

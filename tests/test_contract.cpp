@@ -228,6 +228,23 @@ BOOST_AUTO_TEST_CASE(decode_build) {
   }
 }
 
+// The build an engine loads for a model's head_dim (docs/spec.md section 5): 128 up to 128, 256
+// up to 256, nothing above. Catches a dispatch off by one at 128 or one that accepts 257.
+BOOST_AUTO_TEST_CASE(engine_dispatch) {
+  static_assert(engine_hdim(128) == 128 && engine_hdim(129) == 256);
+  BOOST_TEST(engine_hdim(1) == 128u);
+  BOOST_TEST(engine_hdim(48) == 128u);
+  BOOST_TEST(engine_hdim(128) == 128u);
+  BOOST_TEST(engine_hdim(129) == 256u);
+  BOOST_TEST(engine_hdim(256) == 256u);
+  accepted(check_engine_head_dim(1), "head_dim 1");
+  accepted(check_engine_head_dim(256), "head_dim 256");
+  for (uint32_t d : {0u, 257u})
+    refused(check_engine_head_dim(d), "head_dim = " + std::to_string(d) +
+                                          "; allowed: 1 .. 256 (the engine runs HDIM=128 up to 128, "
+                                          "HDIM=256 up to 256)");
+}
+
 // Geometry of the decoder without the build: GQA ratio and q_stride; the reference's rules.
 BOOST_AUTO_TEST_CASE(decode_geometry) {
   DecodeParams p = decoder();

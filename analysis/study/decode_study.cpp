@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tqref/contract.h"
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
 #include "tqref/reference.h"
@@ -15,8 +16,6 @@ namespace tqref::study {
 namespace {
 
 constexpr uint32_t kBlock = 16;  // block_size of the study's cache
-
-uint32_t kernel_hdim(uint32_t head_dim) { return head_dim <= 128 ? 128 : 256; }
 
 // Final softmax weights of one (sequence, q head) in fp64 from the bf16 q and K rows.
 std::vector<double> softmax_weights(const DecodeBatch& b, uint32_t s, uint32_t qh) {
@@ -79,7 +78,9 @@ void run_decode_batch(const StudyOptions& o, const DecodeBatch& b, const Ex2Prof
   const uint32_t S = uint32_t(b.lens.size());
   if (S == 0 || b.kv_heads == 0 || b.q_heads % b.kv_heads != 0 || b.head_dim % kGroupSize != 0)
     throw std::invalid_argument("run_decode_batch " + b.source + ": bad geometry");
-  const uint32_t D = b.head_dim, HD = kernel_hdim(D), H = b.kv_heads, n = H * HD;
+  // Each head is padded to the build the engine would load; no build holds more than 256 dims.
+  require("run_decode_batch " + b.source, check_engine_head_dim(b.head_dim));
+  const uint32_t D = b.head_dim, HD = engine_hdim(D), H = b.kv_heads, n = H * HD;
   uint32_t max_blocks = 0, num_blocks = 0;
   std::vector<uint32_t> first_block(S);
   for (uint32_t s = 0; s < S; ++s) {

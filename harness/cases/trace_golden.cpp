@@ -16,6 +16,7 @@
 #include "io/file_bytes.h"
 #include "io/sha256.h"
 #include "tqref/build_info.h"
+#include "tqref/contract.h"
 #include "tqref/decode.h"
 #include "tqref/reference.h"
 
@@ -68,7 +69,7 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
   const TraceMeta& m = t.meta;
   const TraceSequence& sq = t.sequences[u.seq];
   const int D = m.head_dim, T = sq.num_tokens;
-  const uint32_t HD = kernel_hdim_for(D), H = uint32_t(m.num_kv_heads), QH = uint32_t(m.num_q_heads),
+  const uint32_t HD = engine_hdim(uint32_t(D)), H = uint32_t(m.num_kv_heads), QH = uint32_t(m.num_q_heads),
                  B = opt.block_size, n = H * HD;
   const FormatTraits& ft = traits(u.format);
   std::string name = "real_" + m.model_name + "_" + sq.name + "_layer" + std::to_string(u.layer) +
@@ -240,20 +241,13 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
 
 }  // namespace
 
-uint32_t kernel_hdim_for(int head_dim) {
-  if (head_dim >= 1 && head_dim <= 128) return 128;
-  if (head_dim > 128 && head_dim <= 256) return 256;
-  throw std::invalid_argument("trace head_dim = " + std::to_string(head_dim) +
-                              "; the kernels are built for HDIM 128 and 256, so 1..256");
-}
-
 std::vector<GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,
                                           const TraceGoldenOptions& opt, const Ex2Profile& ex2) {
   if (opt.block_size < 1 || opt.block_size > 1024)
     throw std::invalid_argument("--block-size = " + std::to_string(opt.block_size) + "; allowed 1..1024");
   if (opt.formats != "rotate" && opt.formats != "all")
     throw std::invalid_argument("--trace-formats = " + opt.formats + "; allowed: rotate, all");
-  kernel_hdim_for(t.meta.head_dim);
+  require("trace", check_engine_head_dim(uint32_t(std::max(t.meta.head_dim, 0))));
   std::vector<size_t> seqs;
   for (size_t i = 0; i < t.sequences.size(); ++i)
     if (opt.sequences.empty() ||

@@ -30,9 +30,6 @@ struct TraceGoldenOptions {
   uint64_t seed = 1;
 };
 
-// HDIM of the kernel build a head_dim runs on: 128 up to 128, 256 up to 256; throws above.
-uint32_t kernel_hdim_for(int head_dim);
-
 // The cases, in a deterministic order (sequence, layer, format), writer before its decode case.
 // Throws std::invalid_argument naming the option and its allowed values.
 std::vector<golden::GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,

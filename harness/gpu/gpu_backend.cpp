@@ -9,6 +9,7 @@
 #include "io/ex2_profile_io.h"
 #include "judge/launch_buffers.h"
 #include "tqref/builtin_kernels.h"
+#include "tqref/contract.h"
 
 namespace tqref::gpu {
 
@@ -131,7 +132,7 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
         return "the case is for THRESH " + fmt_float(c.threshold) + "; module " + opt_.module_path +
                " was built with " + fmt_float(opt_.threshold) + " (--threshold)";
     } else {
-      if (hdim != 128 && hdim != 256)
+      if (!is_decode_hdim(hdim))
         return "HDIM " + std::to_string(hdim) + ": the built-in decoders are HDIM 128 and 256";
       if (c.threshold != kSparseVThreshold)
         return "the case is for THRESH " + fmt_float(c.threshold) + "; the built-in decoders use " +

@@ -33,6 +33,12 @@ inline constexpr uint32_t kDecodeHdims[2] = {128, 256};
 constexpr bool is_decode_hdim(uint32_t hdim) {
   return hdim == kDecodeHdims[0] || hdim == kDecodeHdims[1];
 }
+// docs/spec.md section 5: the decoder build an engine loads for a model's head_dim, HDIM=128 for
+// head_dim up to 128 and HDIM=256 above; a head_dim below HDIM then runs on a mismatched build
+// (judged at level T). check_engine_head_dim says which head_dims have a build at all.
+constexpr uint32_t engine_hdim(uint32_t head_dim) {
+  return head_dim <= kDecodeHdims[0] ? kDecodeHdims[0] : kDecodeHdims[1];
+}
 // cuLaunchKernel limits on the grids of docs/spec.md sections 4-5: grid.x < 2^31, grid.y <= 65535.
 inline constexpr uint64_t kMaxGridX = (uint64_t(1) << 31) - 1;
 inline constexpr uint64_t kMaxGridY = 65535;
@@ -53,7 +59,7 @@ struct ContractError : std::invalid_argument {
 };
 
 // Throws ContractError(function, *c) when c holds a violation.
-inline void require(const char* function, const Check& c) {
+inline void require(const std::string& function, const Check& c) {
   if (c) throw ContractError(function, *c);
 }
 
@@ -86,6 +92,8 @@ Check check_writer_buffers(const WriterParams& p, uint64_t num_tokens, uint64_t 
 Check check_slot_mapping(std::span<const int64_t> slots, uint64_t num_blocks, uint32_t block_size);
 
 // ---- Section 5: the decoder --------------------------------------------------------------------
+// A model's head_dim an engine can serve: 1 .. 256 (the largest build is HDIM=256).
+Check check_engine_head_dim(uint32_t head_dim);
 // hdim (the build's HDIM) is 128 or 256, and head_dim == hdim.
 Check check_decode_build(const DecodeParams& p);
 // Geometry (without the V sections), num_q_heads a positive multiple of num_kv_heads,
