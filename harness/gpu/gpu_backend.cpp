@@ -60,7 +60,7 @@ GpuBackend::GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2)
     : opt_(o), ctx_(o.device) {
   const std::string arch = ctx_.device().arch();
   if (!o.module_path.empty()) {
-    if (o.hdim != 0 && o.hdim != 128 && o.hdim != 256)
+    if (o.hdim != 0 && !is_decode_hdim(o.hdim))
       throw ModuleError("--hdim " + std::to_string(o.hdim) + ": allowed are 128 and 256", -1, false);
     try {
       external_.emplace(Module::from_file(o.module_path));
