@@ -10,11 +10,12 @@
 //   - q row padding (NaN patterns) and the whole output buffer (0xFFFF background).
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "cases/builders.h"
+#include "cases/finish_decode.h"
 #include "cases/fma_groups.h"
 #include "cases/mutant_models.h"
 #include "cases/threshold_scores.h"
@@ -23,17 +24,24 @@
 #include "tqref/contract.h"
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
-#include "tqref/reference.h"
 
 namespace tqref::golden {
 
 namespace {
 
-constexpr uint16_t kOutputPoison = 0xFFFF;  // a NaN the kernel never writes (it writes 0x7FFF)
-
 struct SlotOwner {
   int32_t seq = -1;
   uint32_t pos = 0;
+};
+
+// Where a decode spec's tokens live: block tables over a (permuted) pool, and for every physical
+// slot the (sequence, position) that owns it.
+struct Pool {
+  uint32_t num_blocks = 0, max_blocks = 0;  // NB, MB
+  std::vector<int32_t> tables;              // [S, MB]
+  std::vector<SlotOwner> owner;             // [NB * B]: first sequence covering the slot
+  std::vector<uint8_t> needed;              // [NB * B]: some sequence reads it (position >= start)
+  std::vector<int64_t> slots;               // token order for the writer
 };
 
 // Exact split of a binary32 x into three bf16 values whose sum in any order is exactly x:
@@ -51,18 +59,11 @@ void split3(float x, uint16_t out[3]) {
     throw std::logic_error("split3: " + std::to_string(x) + " is not a sum of three bf16");
 }
 
-}  // namespace
-
-std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uint64_t seed,
-                                    const Ex2Profile* ex2) {
-  const std::string name = spec_name(spec_in, index);
-  if (spec_in.kind == CaseKind::writer) return {build_writer_case(spec_in, name, seed)};
-  if (!ex2) throw std::invalid_argument("decode spec " + name + " needs an EX2 profile");
-  CaseSpec spec = spec_in;
-  const bool thr = spec.dist == Dist::threshold;
-  const bool tiny = spec.dist == Dist::tiny_rescale;
-  if (thr) {  // singles (chunk 2) and batches (chunk 4) with anchor score 0 at each chunk start
-    spec.seq_lens = {16, 32};
+// The spec as built: threshold specs get their fixed sequences; checks what the builder needs.
+CaseSpec decode_spec(const CaseSpec& in, const std::string& name) {
+  CaseSpec spec = in;
+  if (spec.dist == Dist::threshold) {  // singles (chunk 2) and batches (chunk 4) with anchor score 0
+    spec.seq_lens = {16, 32};           // at each chunk start
     spec.sliding_window = 0;
   }
   if (!is_decode_hdim(spec.head_dim))  // generated cases launch the build head_dim names
@@ -70,20 +71,24 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
                                 std::to_string(spec.head_dim) + "; allowed: 128, 256 (HDIM)");
   if (spec.seq_lens.empty()) throw std::invalid_argument("decode spec " + name + ": no sequences");
   if (spec.q_per_kv == 0) throw std::invalid_argument("decode spec " + name + ": q_per_kv = 0");
-  Rng rng(seed);
-  const FormatTraits& t = traits(spec.format);
-  const uint32_t S = uint32_t(spec.seq_lens.size()), B = spec.block_size, H = spec.num_kv_heads,
-                 D = spec.head_dim, QH = H * spec.q_per_kv, n = H * D;
+  for (int32_t L : spec.seq_lens)
+    if (L < 0) throw std::invalid_argument("decode spec " + name + ": negative seq_len");
+  return spec;
+}
 
-  // ---- block tables ------------------------------------------------------------------------
+// Block tables: logical blocks (shared prefixes for Layout::shared) mapped through a permutation
+// of the pool; entries past the last block in use and wholly before the window start hold
+// out-of-range values. Then one token per physical slot any sequence covers in [0, L).
+Pool lay_out_pool(const CaseSpec& spec, Rng& rng) {
+  const uint32_t S = uint32_t(spec.seq_lens.size()), B = spec.block_size;
   std::vector<uint32_t> nblk(S);
   uint32_t max_blocks = 0;
   for (uint32_t s = 0; s < S; ++s) {
-    if (spec.seq_lens[s] < 0) throw std::invalid_argument("decode spec " + name + ": negative seq_len");
     nblk[s] = (uint32_t(spec.seq_lens[s]) + B - 1) / B;
     max_blocks = std::max(max_blocks, nblk[s]);
   }
-  const uint32_t MB = max_blocks + std::max<uint32_t>(spec.spare_table_entries, 1);
+  Pool pool;
+  const uint32_t MB = pool.max_blocks = max_blocks + std::max<uint32_t>(spec.spare_table_entries, 1);
   std::vector<std::vector<int32_t>> logical(S);  // logical block -> abstract id (before permuting)
   int32_t next_id = 0;
   for (uint32_t s = 0; s < S; ++s) {
@@ -93,58 +98,66 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     for (uint32_t j = 0; j < nblk[s]; ++j)
       logical[s].push_back(j < shared ? logical[0][j] : next_id++);
   }
-  const uint32_t NB = uint32_t(next_id) + std::max<uint32_t>(spec.spare_blocks, 1);
+  const uint32_t NB = pool.num_blocks = uint32_t(next_id) + std::max<uint32_t>(spec.spare_blocks, 1);
   std::vector<int32_t> perm(NB);
   for (uint32_t i = 0; i < NB; ++i) perm[i] = int32_t(i);
   if (spec.layout != Layout::sequential)
     for (uint32_t i = NB; i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
   const int32_t oor[4] = {-1, int32_t(NB), int32_t(NB) + 100000, INT32_MIN};
-  std::vector<int32_t> tables(uint64_t(S) * MB);
+  pool.tables.resize(uint64_t(S) * MB);
   for (uint32_t s = 0; s < S; ++s) {
     const uint32_t start = window_start(uint32_t(spec.seq_lens[s]), spec.sliding_window);
     for (uint32_t j = 0; j < MB; ++j) {
       const bool in_use = j < nblk[s] && (j + 1) * B > start;
-      tables[uint64_t(s) * MB + j] = in_use ? perm[logical[s][j]] : oor[(s + j) % 4];
+      pool.tables[uint64_t(s) * MB + j] = in_use ? perm[logical[s][j]] : oor[(s + j) % 4];
     }
   }
-
-  // ---- tokens: one per physical slot any sequence covers in [0, L) --------------------------
-  std::vector<SlotOwner> owner(uint64_t(NB) * B);
-  std::vector<uint8_t> needed(owner.size(), 0);  // some sequence reads it (position >= start)
-  std::vector<int64_t> slots;                     // token order for the writer
+  pool.owner.resize(uint64_t(NB) * B);
+  pool.needed.assign(pool.owner.size(), 0);
   for (uint32_t s = 0; s < S; ++s) {
     const uint32_t L = uint32_t(spec.seq_lens[s]), start = window_start(L, spec.sliding_window);
     for (uint32_t p = 0; p < L; ++p) {
       const int64_t slot = int64_t(perm[logical[s][p / B]]) * B + p % B;
-      if (owner[slot].seq < 0) {
-        owner[slot] = {int32_t(s), p};
-        slots.push_back(slot);
+      if (pool.owner[slot].seq < 0) {
+        pool.owner[slot] = {int32_t(s), p};
+        pool.slots.push_back(slot);
       }
-      if (p >= start) needed[slot] = 1;
+      if (p >= start) pool.needed[slot] = 1;
     }
   }
   if (spec.layout == Layout::shuffled)
-    for (size_t i = slots.size(); i > 1; --i) std::swap(slots[i - 1], slots[rng.below(i)]);
+    for (size_t i = pool.slots.size(); i > 1; --i) std::swap(pool.slots[i - 1], pool.slots[rng.below(i)]);
+  return pool;
+}
 
-  // ---- values --------------------------------------------------------------------------------
+DecodeParams decode_params(const CaseSpec& spec, uint32_t max_blocks) {
+  const uint32_t H = spec.num_kv_heads, D = spec.head_dim, QH = H * spec.q_per_kv;
   DecodeParams p;
-  p.max_blocks_per_seq = MB;
+  p.max_blocks_per_seq = max_blocks;
   p.num_q_heads = QH;
   p.num_kv_heads = H;
   p.head_dim = D;
-  p.block_size = B;
-  p.inv_sqrt_d = thr ? 1.0f : float(1.0 / std::sqrt(double(D)));  // sqrt: correctly rounded
+  p.block_size = spec.block_size;
+  // sqrt is correctly rounded; threshold specs score k[0] + k[1] + k[2] unscaled
+  p.inv_sqrt_d = spec.dist == Dist::threshold ? 1.0f : float(1.0 / std::sqrt(double(D)));
   p.q_stride = QH * D + spec.q_pad;
   p.sliding_window = spec.sliding_window;
-  p.num_seqs = S;
+  p.num_seqs = uint32_t(spec.seq_lens.size());
   p.hdim = D;
   p.threshold = spec.threshold;
-  std::vector<uint16_t> q(uint64_t(S) * p.q_stride);
-  for (uint32_t s = 0; s < S; ++s) {
+  return p;
+}
+
+// q rows [S, q_stride]: one-hot for threshold and tiny_rescale specs (the score is then exact),
+// nearly equal heads within a kv group for adversarial_skip; row padding poisoned.
+std::vector<uint16_t> make_queries(const CaseSpec& spec, const DecodeParams& p, Rng& rng) {
+  const uint32_t D = p.head_dim, QH = p.num_q_heads;
+  std::vector<uint16_t> q(uint64_t(p.num_seqs) * p.q_stride);
+  for (uint32_t s = 0; s < p.num_seqs; ++s) {
     uint16_t* row = q.data() + uint64_t(s) * p.q_stride;
-    if (thr) {  // one-hot: score = k[0] + k[1] + k[2] of the kv head, exactly
+    if (spec.dist == Dist::threshold) {  // score = k[0] + k[1] + k[2] of the kv head, exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) < 3 ? 0x3F80 : 0;
-    } else if (tiny) {  // one-hot: score = f32(k[0] * inv_sqrt_d), exactly
+    } else if (spec.dist == Dist::tiny_rescale) {  // score = f32(k[0] * inv_sqrt_d), exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) == 0 ? 0x3F80 : 0;
     } else {
       fill_k_row(rng, spec.dist, s, {row, QH * D});
@@ -157,34 +170,69 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
     }
     poison_bf16(rng, {row + QH * D, spec.q_pad});
   }
-  std::vector<ThresholdProbe> probes;
-  if (thr) probes = threshold_probes(*ex2, spec.threshold);
-  std::vector<uint16_t> k_rows(slots.size() * n), v_rows(slots.size() * n);
+  return q;
+}
+
+// Threshold probe `which` of a chunk: the probe list cycles with one exact tie (x = 0) after it.
+bool is_tie(uint32_t which, const std::vector<ThresholdProbe>& probes) {
+  return which % (probes.size() + 1) == probes.size();
+}
+
+// Threshold specs: chunk start (pos % chunk == 0) anchors score 0; the other positions probe
+// (cycling through the list, plus an exact tie x = 0) and get V x1000 so that any wrong
+// decision moves the output.
+void threshold_row(const CaseSpec& spec, const DecodeParams& p, SlotOwner o,
+                   const std::vector<ThresholdProbe>& probes, Rng& rng, std::span<uint16_t> kr,
+                   std::span<uint16_t> vr) {
+  const uint32_t chunk = spec.seq_lens[o.seq] == 16 ? 2 : 4;
+  const uint32_t k = o.pos % chunk;
+  const uint32_t which = (o.pos / chunk) * (chunk - 1) + (k ? k - 1 : 0);
+  const float x = k == 0 || is_tie(which, probes) ? 0.0f : probes[which % (probes.size() + 1)].x;
+  uint16_t parts[3];
+  split3(x, parts);
+  fill_k_row(rng, Dist::gaussian, o.pos, kr);
+  for (uint32_t h = 0; h < p.num_kv_heads; ++h)
+    for (uint32_t j = 0; j < 3; ++j) kr[h * p.head_dim + j] = parts[j];
+  if (k)
+    for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
+}
+
+// K = a * q(first q head of the kv group) + noise: scores ~ a * 15 with a in [-1, 1]; V x1000
+// wherever a < 0.5, i.e. at every position that is or nearly is skipped.
+void adversarial_row(const CaseSpec& spec, const DecodeParams& p, SlotOwner o,
+                     const std::vector<uint16_t>& q, Rng& rng, std::span<uint16_t> kr,
+                     std::span<uint16_t> vr) {
+  const uint32_t D = p.head_dim;
+  const double a = 2.0 * rng.uniform() - 1.0;
+  const double c = 15.0 / std::sqrt(double(D));  // score = inv_sqrt_d * a*c*|q|^2 ~ 15 a
+  for (uint32_t h = 0; h < p.num_kv_heads; ++h) {
+    const uint16_t* qr = q.data() + uint64_t(o.seq) * p.q_stride + uint64_t(h) * spec.q_per_kv * D;
+    for (uint32_t d = 0; d < D; ++d)
+      kr[h * D + d] = to_bf16(a * c * double(bf16_to_f32(qr[d])) + 0.05 * rng.gaussian());
+  }
+  if (a < 0.5)
+    for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
+}
+
+// The K and V rows of every token, in the writer's token order [tokens, H*D] each.
+void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& pool,
+                     const std::vector<uint16_t>& q, const std::vector<ThresholdProbe>& probes,
+                     Rng& rng, std::vector<uint16_t>& k_rows, std::vector<uint16_t>& v_rows) {
+  const uint32_t H = p.num_kv_heads, D = p.head_dim, n = H * D;
+  const FormatTraits& t = traits(spec.format);
+  k_rows.assign(pool.slots.size() * n, 0);
+  v_rows.assign(pool.slots.size() * n, 0);
   std::vector<uint16_t> ties_base;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const SlotOwner o = owner[slots[i]];
+  for (size_t i = 0; i < pool.slots.size(); ++i) {
+    const SlotOwner o = pool.owner[pool.slots[i]];
     std::span<uint16_t> kr{k_rows.data() + i * n, n}, vr{v_rows.data() + i * n, n};
     fill_v_row(rng, spec.dist == Dist::special_groups ? Dist::gaussian : spec.dist, o.pos, vr);
     if (spec.dist == Dist::fma_sensitive)
       for (uint32_t gi = 0; gi < n / kGroupSize; ++gi)
         fma_sensitive_group(t, rng, vr.data() + gi * kGroupSize);
-    if (thr) {
-      // chunk start (pos % chunk == 0): anchor score 0; else probe (cycling through the list,
-      // plus an exact tie x = 0); probes get V x1000 so any wrong decision moves the output.
-      const uint32_t chunk = spec.seq_lens[o.seq] == 16 ? 2 : 4;
-      const uint32_t k = o.pos % chunk;
-      const uint32_t which = (o.pos / chunk) * (chunk - 1) + (k ? k - 1 : 0);
-      const float x = k == 0 ? 0.0f
-                      : which % (probes.size() + 1) == probes.size() ? 0.0f
-                                                                     : probes[which % (probes.size() + 1)].x;
-      uint16_t parts[3];
-      split3(x, parts);
-      fill_k_row(rng, Dist::gaussian, o.pos, kr);
-      for (uint32_t h = 0; h < H; ++h)
-        for (uint32_t j = 0; j < 3; ++j) kr[h * D + j] = parts[j];
-      if (k)
-        for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
-    } else if (tiny) {
+    if (spec.dist == Dist::threshold) {
+      threshold_row(spec, p, o, probes, rng, kr, vr);
+    } else if (spec.dist == Dist::tiny_rescale) {
       const uint32_t L = uint32_t(spec.seq_lens[o.seq]);
       const bool high = tiny_rescale_high(uint32_t(o.seq), L, spec.sliding_window, o.pos);
       const uint16_t k0 = high ? 0 : tiny_rescale_low_k0(uint32_t(o.seq), D, p.inv_sqrt_d);
@@ -198,156 +246,113 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
       if (ties_base[base * n] == 0xFFFF) fill_k_row(rng, Dist::gaussian, o.pos, {ties_base.data() + base * n, n});
       std::copy_n(ties_base.data() + base * n, n, kr.data());
     } else if (spec.dist == Dist::adversarial_skip) {
-      // K = a * q(first q head of the kv group) + noise: scores ~ a * 15 with a in [-1, 1];
-      // V x1000 wherever a < 0.5, i.e. at every position that is or nearly is skipped
-      const double a = 2.0 * rng.uniform() - 1.0;
-      const double c = 15.0 / std::sqrt(double(D));  // score = inv_sqrt_d * a*c*|q|^2 ~ 15 a
-      for (uint32_t h = 0; h < H; ++h) {
-        const uint16_t* qr = q.data() + uint64_t(o.seq) * p.q_stride + uint64_t(h) * spec.q_per_kv * D;
-        for (uint32_t d = 0; d < D; ++d)
-          kr[h * D + d] = to_bf16(a * c * double(bf16_to_f32(qr[d])) + 0.05 * rng.gaussian());
-      }
-      if (a < 0.5)
-        for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
+      adversarial_row(spec, p, o, q, rng, kr, vr);
     } else {
       fill_k_row(rng, spec.dist, o.pos, kr);
     }
   }
+}
 
-  // ---- the linked writer case ------------------------------------------------------------------
-  CaseSpec wspec = spec;
-  wspec.kind = CaseKind::writer;
-  GoldenCase wc = build_writer_from_tokens(wspec, name + "__writer", seed, NB, slots, k_rows, v_rows);
-  wc.exercises = "writer half of " + name + ": " + wc.exercises;
-
-  GoldenCase dc;
-  dc.name = name;
-  dc.kind = CaseKind::decode;
-  dc.format = spec.format;
-  dc.threshold = spec.threshold;
-  dc.seed = seed;
-  dc.distribution = dist_name(spec.dist);
-  dc.linked_case = wc.name;
-  DecodeCase& d = dc.d;
-  p.v_block_stride_bytes = wc.w.p.v_block_stride_bytes;
-  p.v_data_section_bytes = wc.w.p.v_data_section_bytes;
-  d.p = p;
-  d.num_blocks = NB;
-  d.q = q;
-  d.block_tables = tables;
-  d.seq_lens = spec.seq_lens;
-  d.k_init = wc.w.k_expected;
-  d.v_init = wc.w.v_expected;
-  const CacheGeometry g{H, D, B, NB, p.v_block_stride_bytes, p.v_data_section_bytes};
-  Rng prng(seed ^ 0x504F49534F4E0000ull);  // "POISON"
-  for (uint64_t slot = 0; slot < owner.size(); ++slot) {
-    if (owner[slot].seq < 0 || needed[slot]) continue;  // unused slots hold writer poison already
-    poison_k(prng, {d.k_init.data() + g.k_row_offset(int64_t(slot)), g.k_row_bytes()});
-    poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(int64_t(slot), t.bits), g.v_code_row_bytes(t.bits)});
-    poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(int64_t(slot)), g.v_scale_row_bytes()});
+// What finish_decode_case needs from the pool: the writer's V by slot, and which slots are read.
+void describe_slots(const Pool& pool, const std::vector<uint16_t>& v_rows, uint32_t n,
+                    DecodeInputs& in) {
+  in.v_values.assign(pool.owner.size() * n, 0);
+  for (size_t i = 0; i < pool.slots.size(); ++i)
+    std::copy_n(v_rows.data() + i * n, n, in.v_values.data() + uint64_t(pool.slots[i]) * n);
+  for (uint64_t slot = 0; slot < pool.owner.size(); ++slot) {
+    if (pool.needed[slot]) in.read_slots.push_back(int64_t(slot));
+    else if (pool.owner[slot].seq >= 0) in.unread_slots.push_back(int64_t(slot));
   }
-  d.out_init.assign(uint64_t(S) * QH * D, kOutputPoison);
+}
 
-  // fp64 references before skipped V is poisoned (the reference reads every window position)
-  std::vector<uint16_t> v_values(uint64_t(NB) * B * n, 0);  // writer's bf16 V, laid out like K
-  for (size_t i = 0; i < slots.size(); ++i)
-    std::copy_n(v_rows.data() + i * n, n, v_values.data() + uint64_t(slots[i]) * n);
-  d.diag.ref_dequantised = reference_attention(spec.format, q, d.k_init, d.v_init, v_values, tables,
-                                               d.seq_lens, p, ReferenceV::dequantised);
-  d.diag.ref_unquantised = reference_attention(spec.format, q, d.k_init, d.v_init, v_values, tables,
-                                               d.seq_lens, p, ReferenceV::unquantised);
-
-  // first run: which positions skip
-  DecodeDiagnostics diag;
-  std::vector<uint16_t> out1(d.out_init);
-  paged_decode_model(spec.format, q, d.k_init, d.v_init, out1, tables, d.seq_lens, p, *ex2, &diag);
-  // V group (slot, kv head) needed when some q head of that kv head reads it unskipped
-  std::vector<uint8_t> v_needed(owner.size() * H, 0);
-  for (uint32_t s = 0; s < S; ++s) {
-    const uint32_t L = uint32_t(d.seq_lens[s]), start = window_start(L, p.sliding_window);
-    for (uint32_t qh = 0; qh < QH; ++qh) {
-      const DecodeHeadDiag& hd = diag.heads[uint64_t(s) * QH + qh];
-      for (uint32_t pos = start; pos < L; ++pos) {
-        if (hd.skipped[pos - start]) continue;
-        const int64_t slot = int64_t(tables[uint64_t(s) * MB + pos / B]) * B + pos % B;
-        v_needed[uint64_t(slot) * H + qh / spec.q_per_kv] = 1;
-      }
+// The probes must skip exactly when their factor is <= THRESH (batch and single).
+void check_threshold_probes(const GoldenCase& dc, const std::vector<ThresholdProbe>& probes) {
+  const DecodeCase& d = dc.d;
+  const DecodeDiagData& x = d.diag;
+  for (uint32_t s = 0; s < d.p.num_seqs; ++s)
+    for (uint32_t pos = 0; pos < uint32_t(d.seq_lens[s]); ++pos) {
+      const uint32_t chunk = d.seq_lens[s] == 16 ? 2 : 4, k = pos % chunk;
+      if (!k) continue;
+      const uint32_t which = (pos / chunk) * (chunk - 1) + k - 1;
+      const bool want_skip =
+          !is_tie(which, probes) && !(probes[which % (probes.size() + 1)].factor > dc.threshold);
+      if (x.skip_mask[x.skip_offsets[uint64_t(s) * d.p.num_q_heads] + pos] != want_skip)
+        throw std::logic_error(dc.name + ": threshold probe at seq " + std::to_string(s) + " pos " +
+                               std::to_string(pos) + " skipped != expected");
     }
-  }
-  uint64_t poisoned_groups = 0;
-  const uint32_t gph = D / kGroupSize;  // groups per head
-  for (uint64_t slot = 0; slot < owner.size(); ++slot) {
-    if (!needed[slot]) continue;
-    for (uint32_t h = 0; h < H; ++h) {
-      if (v_needed[slot * H + h]) continue;
-      poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(int64_t(slot), t.bits) +
-                                uint64_t(h) * gph * t.group_code_bytes,
-                            uint64_t(gph) * t.group_code_bytes});
-      poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(int64_t(slot)) + uint64_t(h) * gph, gph});
-      ++poisoned_groups;
-    }
-  }
-  // second run on the poisoned pools: the model must not have read any poisoned byte
-  DecodeDiagnostics diag2;
-  d.out_expected = d.out_init;
-  paged_decode_model(spec.format, q, d.k_init, d.v_init, d.out_expected, tables, d.seq_lens, p, *ex2, &diag2);
-  if (d.out_expected != out1)
-    throw std::logic_error(name + ": decode output changed after poisoning skipped V groups");
+}
 
-  DecodeDiagData& x = d.diag;
-  x.skip_offsets.push_back(0);
-  for (const DecodeHeadDiag& hd : diag2.heads) {
-    x.skip_mask.insert(x.skip_mask.end(), hd.skipped.begin(), hd.skipped.end());
-    x.skip_offsets.push_back(x.skip_mask.size());
-    x.skip_count.push_back(hd.skip_count);
-    x.m.push_back(hd.m);
-    x.l.push_back(hd.l);
-    std::vector<float> of = hd.out_f32;
-    of.resize(D, 0.0f);  // rows of L == 0 sequences: no output, zeros
-    x.out_f32.insert(x.out_f32.end(), of.begin(), of.end());
+// The probes of a threshold case, for its `exercises` text.
+std::string describe_probes(const std::vector<ThresholdProbe>& probes, float threshold) {
+  bool exact = false;
+  for (const auto& pr : probes) exact |= pr.rank == 0;
+  std::string ex = exact ? ", factors at THRESH and the nearest reachable values around it"
+                         : ", factor exactly THRESH unreachable under this EX2 profile: nearest reachable below/above";
+  ex += "; probes (rank: x -> factor bits):";
+  for (const auto& pr : probes) {
+    char b[80];
+    std::snprintf(b, sizeof b, " %+d: %.9g -> 0x%08x", pr.rank, double(pr.x), f32_bits(pr.factor));
+    ex += b;
   }
-  if (thr) {  // the probes must skip exactly when their factor is <= THRESH (batch and single)
-    for (uint32_t s = 0; s < S; ++s)
-      for (uint32_t pos = 0; pos < uint32_t(d.seq_lens[s]); ++pos) {
-        const uint32_t chunk = d.seq_lens[s] == 16 ? 2 : 4, k = pos % chunk;
-        if (!k) continue;
-        const uint32_t which = (pos / chunk) * (chunk - 1) + k - 1;
-        const bool tie = which % (probes.size() + 1) == probes.size();
-        const bool want_skip = !tie && !(probes[which % (probes.size() + 1)].factor > spec.threshold);
-        if (x.skip_mask[x.skip_offsets[uint64_t(s) * QH] + pos] != want_skip)
-          throw std::logic_error(name + ": threshold probe at seq " + std::to_string(s) + " pos " +
-                                 std::to_string(pos) + " skipped != expected");
-      }
-  }
-  uint64_t skipped = 0;
-  for (uint32_t c : x.skip_count) skipped += c;
-  std::string ex = "decode: " + std::to_string(S) + " seqs, " + std::to_string(slots.size()) +
-                   " tokens, " + std::to_string(skipped) + " skipped (row, position) pairs, " +
-                   std::to_string(poisoned_groups) + " poisoned skipped V groups, " +
+  char tb[40];
+  std::snprintf(tb, sizeof tb, " (THRESH 0x%08x)", f32_bits(threshold));
+  return ex + tb;
+}
+
+std::string decode_exercises(const CaseSpec& spec, const GoldenCase& dc, size_t tokens,
+                             const DecodeStats& st, const std::vector<ThresholdProbe>& probes,
+                             const Ex2Profile& ex2) {
+  const bool thr = spec.dist == Dist::threshold, tiny = spec.dist == Dist::tiny_rescale;
+  std::string ex = "decode: " + std::to_string(spec.seq_lens.size()) + " seqs, " + std::to_string(tokens) +
+                   " tokens, " + std::to_string(st.skipped) + " skipped (row, position) pairs, " +
+                   std::to_string(st.poisoned_groups) + " poisoned skipped V groups, " +
                    layout_name(spec.layout) + " blocks, window " + std::to_string(spec.sliding_window);
-  if (thr) {
-    bool exact = false;
-    for (const auto& pr : probes) exact |= pr.rank == 0;
-    ex += exact ? ", factors at THRESH and the nearest reachable values around it"
-                : ", factor exactly THRESH unreachable under this EX2 profile: nearest reachable below/above";
-    ex += "; probes (rank: x -> factor bits):";
-    for (const auto& pr : probes) {
-      char b[80];
-      std::snprintf(b, sizeof b, " %+d: %.9g -> 0x%08x", pr.rank, double(pr.x), f32_bits(pr.factor));
-      ex += b;
-    }
-    char tb[40];
-    std::snprintf(tb, sizeof tb, " (THRESH 0x%08x)", f32_bits(spec.threshold));
-    ex += tb;
-  }
+  if (thr) ex += describe_probes(probes, spec.threshold);
   if (thr || tiny) {  // teeth: expected output elements that the targeted mutant changes
     const uint64_t changed =
-        count_differing(thr ? decode_output_thresh_ge(dc, *ex2) : decode_output_expf_no_split(dc, *ex2),
-                        d.out_expected);
+        count_differing(thr ? decode_output_thresh_ge(dc, ex2) : decode_output_expf_no_split(dc, ex2),
+                        dc.d.out_expected);
     ex += "; " + std::to_string(changed) + " output elements change under " +
           (thr ? "V used when factor >= THRESH (mutant 5)" : "EXPF without the split below y = -126 (mutant 14)");
   }
-  dc.exercises = ex;
+  return ex;
+}
+
+}  // namespace
+
+std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uint64_t seed,
+                                    const Ex2Profile* ex2) {
+  const std::string name = spec_name(spec_in, index);
+  if (spec_in.kind == CaseKind::writer) return {build_writer_case(spec_in, name, seed)};
+  if (!ex2) throw std::invalid_argument("decode spec " + name + " needs an EX2 profile");
+  const CaseSpec spec = decode_spec(spec_in, name);
+  Rng rng(seed);
+  const Pool pool = lay_out_pool(spec, rng);
+  DecodeInputs in;
+  in.p = decode_params(spec, pool.max_blocks);
+  in.q = make_queries(spec, in.p, rng);
+  std::vector<ThresholdProbe> probes;
+  if (spec.dist == Dist::threshold) probes = threshold_probes(*ex2, spec.threshold);
+  std::vector<uint16_t> k_rows, v_rows;
+  fill_token_rows(spec, in.p, pool, in.q, probes, rng, k_rows, v_rows);
+
+  CaseSpec wspec = spec;  // the linked writer case stores every token any sequence uses
+  wspec.kind = CaseKind::writer;
+  GoldenCase wc = build_writer_from_tokens(wspec, name + "__writer", seed, pool.num_blocks, pool.slots,
+                                           k_rows, v_rows);
+  wc.exercises = "writer half of " + name + ": " + wc.exercises;
+
+  in.name = name;
+  in.distribution = dist_name(spec.dist);
+  in.seed = seed;
+  in.num_blocks = pool.num_blocks;
+  in.block_tables = pool.tables;
+  in.seq_lens = spec.seq_lens;
+  describe_slots(pool, v_rows, in.p.num_kv_heads * in.p.head_dim, in);
+  DecodeStats st;
+  GoldenCase dc = finish_decode_case(std::move(in), wc, *ex2, &st);
+  if (spec.dist == Dist::threshold) check_threshold_probes(dc, probes);
+  dc.exercises = decode_exercises(spec, dc, pool.slots.size(), st, probes, *ex2);
   return {std::move(wc), std::move(dc)};
 }
 

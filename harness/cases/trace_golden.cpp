@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "cases/builders.h"
+#include "cases/finish_decode.h"
 #include "cases/rng.h"
 #include "cases/values.h"
 #include "io/atomic_output.h"
@@ -25,8 +26,6 @@ namespace tqref::trace {
 using golden::GoldenCase;
 
 namespace {
-
-constexpr uint16_t kOutputPoison = 0xFFFF;  // a NaN the kernel never writes (it writes 0x7FFF)
 
 // Query positions: lengths 1..5, 7, 8, around block multiples of 16 and 32, powers of two, and
 // the last positions. Clipped to the sequence.
@@ -145,96 +144,29 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
     std::copy_n(Q.begin() + int64_t(qpos[s]) * p.q_stride, p.q_stride,
                 q.begin() + int64_t(s) * p.q_stride);
   }
-  GoldenCase dc;
-  dc.name = name;
-  dc.kind = golden::CaseKind::decode;
-  dc.format = u.format;
-  dc.threshold = p.threshold;
-  dc.seed = seed;
-  dc.distribution = "trace";
-  dc.linked_case = wc.name;
-  golden::DecodeCase& d = dc.d;
-  p.v_block_stride_bytes = wc.w.p.v_block_stride_bytes;
-  p.v_data_section_bytes = wc.w.p.v_data_section_bytes;
-  d.p = p;
-  d.num_blocks = NB;
-  d.q = q;
-  d.block_tables = tables;
-  d.seq_lens = seq_lens;
-  d.k_init = wc.w.k_expected;
-  d.v_init = wc.w.v_expected;
-  d.out_init.assign(uint64_t(S) * QH * HD, kOutputPoison);
-  const CacheGeometry g{H, HD, B, NB, p.v_block_stride_bytes, p.v_data_section_bytes};
-  golden::Rng prng(seed ^ 0x504F49534F4E0000ull);  // "POISON"
-  const int last = qpos.back();
-  for (int pos = last + 1; pos < T; ++pos) {  // written, but no query reaches it
-    const int64_t slot = slot_of(pos);
-    golden::poison_k(prng, {d.k_init.data() + g.k_row_offset(slot), g.k_row_bytes()});
-    golden::poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(slot, ft.bits),
-                                  g.v_code_row_bytes(ft.bits)});
-    golden::poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(slot), g.v_scale_row_bytes()});
-  }
-
-  // fp64 references before skipped V groups are poisoned (they read every prefix position)
-  std::vector<uint16_t> v_values(uint64_t(NB) * B * n, 0);
+  golden::DecodeInputs in;
+  in.name = name;
+  in.distribution = "trace";
+  in.seed = seed;
+  in.p = p;
+  in.num_blocks = NB;
+  in.q = std::move(q);
+  in.block_tables = std::move(tables);
+  in.seq_lens = std::move(seq_lens);
+  in.v_values.assign(uint64_t(NB) * B * n, 0);
   for (int pos = 0; pos < T; ++pos)
-    std::copy_n(V.begin() + int64_t(pos) * n, n, v_values.begin() + slot_of(pos) * n);
-  d.diag.ref_dequantised = reference_attention(u.format, q, d.k_init, d.v_init, v_values, tables,
-                                               seq_lens, p, ReferenceV::dequantised);
-  d.diag.ref_unquantised = reference_attention(u.format, q, d.k_init, d.v_init, v_values, tables,
-                                               seq_lens, p, ReferenceV::unquantised);
-
-  // First model run: which (slot, kv head) V groups some q head reads unskipped. The others are
-  // poisoned, so a kernel that reads a skipped position's V produces NaN.
-  DecodeDiagnostics diag;
-  std::vector<uint16_t> out1(d.out_init);
-  paged_decode_model(u.format, q, d.k_init, d.v_init, out1, tables, seq_lens, p, ex2, &diag);
-  const uint32_t group = QH / H;
-  std::vector<uint8_t> v_needed(uint64_t(NB) * B * H, 0);
-  for (uint32_t s = 0; s < S; ++s)
-    for (uint32_t qh = 0; qh < QH; ++qh) {
-      const DecodeHeadDiag& hd = diag.heads[uint64_t(s) * QH + qh];
-      for (int pos = 0; pos < seq_lens[s]; ++pos)
-        if (!hd.skipped[size_t(pos)]) v_needed[uint64_t(slot_of(pos)) * H + qh / group] = 1;
-    }
-  uint64_t poisoned = 0;
-  const uint32_t gph = HD / kGroupSize;
-  for (int pos = 0; pos <= last; ++pos) {
-    const int64_t slot = slot_of(pos);
-    for (uint32_t h = 0; h < H; ++h) {
-      if (v_needed[uint64_t(slot) * H + h]) continue;
-      golden::poison_v_codes(prng, {d.v_init.data() + g.v_code_row_offset(slot, ft.bits) +
-                                        uint64_t(h) * gph * ft.group_code_bytes,
-                                    uint64_t(gph) * ft.group_code_bytes});
-      golden::poison_v_scales(prng, {d.v_init.data() + g.v_scale_row_offset(slot) + uint64_t(h) * gph, gph});
-      ++poisoned;
-    }
-  }
-  DecodeDiagnostics diag2;
-  d.out_expected = d.out_init;
-  paged_decode_model(u.format, q, d.k_init, d.v_init, d.out_expected, tables, seq_lens, p, ex2, &diag2);
-  if (d.out_expected != out1)
-    throw std::logic_error(name + ": decode output changed after poisoning skipped V groups");
-
-  golden::DecodeDiagData& x = d.diag;
-  x.skip_offsets.push_back(0);
-  uint64_t skipped = 0, reads = 0;
-  for (const DecodeHeadDiag& hd : diag2.heads) {
-    x.skip_mask.insert(x.skip_mask.end(), hd.skipped.begin(), hd.skipped.end());
-    x.skip_offsets.push_back(x.skip_mask.size());
-    x.skip_count.push_back(hd.skip_count);
-    x.m.push_back(hd.m);
-    x.l.push_back(hd.l);
-    x.out_f32.insert(x.out_f32.end(), hd.out_f32.begin(), hd.out_f32.end());
-    skipped += hd.skip_count;
-    reads += hd.skipped.size();
-  }
+    std::copy_n(V.begin() + int64_t(pos) * n, n, in.v_values.begin() + slot_of(pos) * n);
+  // Positions up to the last query are read; later ones are written, but no query reaches them.
+  for (int pos = 0; pos < T; ++pos)
+    (pos <= qpos.back() ? in.read_slots : in.unread_slots).push_back(slot_of(pos));
+  golden::DecodeStats st;
+  GoldenCase dc = golden::finish_decode_case(std::move(in), wc, ex2, &st);
   std::string qs;
   for (int pos : qpos) qs += (qs.empty() ? "" : ",") + std::to_string(pos);
   dc.exercises = "decode: " + source + ", " + padding + ", queries at positions " + qs +
                  " (seq_len = position + 1, shared blocks), all " + std::to_string(QH) +
-                 " q heads; " + std::to_string(skipped) + " of " + std::to_string(reads) +
-                 " (row, position) pairs skipped, " + std::to_string(poisoned) +
+                 " q heads; " + std::to_string(st.skipped) + " of " + std::to_string(st.reads) +
+                 " (row, position) pairs skipped, " + std::to_string(st.poisoned_groups) +
                  " poisoned skipped V groups";
   return {std::move(wc), std::move(dc)};
 }

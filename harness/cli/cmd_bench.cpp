@@ -11,6 +11,7 @@
 #include "bench/gpu/bench_report.h"
 #include "bench/gpu/gpu_bench.h"
 #include "command.h"
+#include "options.h"
 #include "gpu/driver.h"
 #include "io/ex2_profile_io.h"
 
@@ -98,17 +99,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       "no-writer", po::bool_switch(&no_writer), "skip the writer benchmarks")(
       "device", po::value(&device)->default_value(0), "CUDA device ordinal");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref bench: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref bench", args, desc, vm)) return *rc;
   st.rotate_bytes = vm["rotate-mib"].as<uint64_t>() << 20;
   if (st.runs < 1 || st.warmup < 0) {
     std::fprintf(stderr, "tqref bench: --runs must be >= 1 and --warmup >= 0\n");

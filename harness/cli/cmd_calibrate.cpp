@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "io/atomic_output.h"
 #include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
@@ -260,18 +261,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                  .options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  const std::vector<std::string> ex2_args(args.begin() + 1, args.end());
+  if (const auto rc = parse_options("tqref calibrate ex2", ex2_args, desc, vm)) return *rc;
   // Checked before any GPU work: a typo in the path fails now, not after the 2^32-input sweep.
   if (!o.raw_out.empty())
     if (const std::string why = common::output_path_problem(o.raw_out); !why.empty()) {

@@ -17,6 +17,7 @@
 #include "capture/tokenizer.h"
 #include "capture/transformer.h"
 #include "command.h"
+#include "options.h"
 #include "generate_trace.h"
 #include "io/hdf5_util.h"
 #include "io/trace_file.h"
@@ -99,17 +100,7 @@ int cmd_capture(const std::vector<std::string>& args) {
       "out", po::value(&out), "trace file to write (via a temporary file and a rename)")(
       "validate", po::value(&validate_path), "only check FILE against the trace schema");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref capture: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref capture", args, desc, vm)) return *rc;
   if (vm.count("validate")) return validate(validate_path, "capture --validate");
   std::string missing;
   for (const char* o : {"checkpoint", "tokenizer", "tokens", "out"})
@@ -199,17 +190,7 @@ int cmd_trace_golden(const std::vector<std::string>& args) {
       "ex2-arch", po::value(&ex2_arch), "EX2 profile for the decode expectations (default sm_90)");
   add_trace_generate_options(desc, tc);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref trace-golden: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref trace-golden", args, desc, vm)) return *rc;
   if (tc.trace.empty() || out.empty()) {
     std::fprintf(stderr, "tqref trace-golden: give --trace and --out (see --help)\n");
     return kExitUsage;

@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "io/atomic_output.h"
 #include "io/case_io.h"
 #include "judge/ex2_for_file.h"
@@ -99,17 +100,7 @@ int cmd_check(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref check: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref check", args, desc, vm, &pos)) return *rc;
   if (file.empty()) {
     std::fprintf(stderr, "tqref check: give the golden FILE\n");
     return kExitUsage;

@@ -16,6 +16,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "conform/module_file.h"
 #include "conform/options.h"
 #include "conform/report.h"
@@ -293,17 +294,7 @@ int cmd_conform(const std::vector<std::string>& args) {
       "show", po::value(&a.show), "mismatch lines per failing case (default 4)")(
       "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref conform: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref conform", args, desc, vm)) return *rc;
   if (a.modules.empty()) {
     std::fprintf(stderr, "tqref conform: give --modules PATH... (module files or directories)\n");
     return kExitUsage;

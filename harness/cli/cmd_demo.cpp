@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include "command.h"
+#include "options.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -108,17 +109,7 @@ int cmd_demo(const std::vector<std::string>& args) {
       ("seed", po::value(&o.seed), "random seed (default 1)")
       ("threads", po::value(&o.threads), "OpenMP threads (default: OpenMP's choice)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref demo: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref demo", args, desc, vm)) return *rc;
   auto usage_error = [](const char* what) {
     std::fprintf(stderr, "tqref demo: %s\n", what);
     return kExitUsage;

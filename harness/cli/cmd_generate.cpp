@@ -16,6 +16,7 @@
 #include "cases/generate.h"
 #include "cases/suites.h"
 #include "command.h"
+#include "options.h"
 #include "generate_trace.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
@@ -59,17 +60,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   tqref::trace::TraceGenerateCli trace_cli;
   tqref::trace::add_trace_generate_options(desc, trace_cli);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref generate: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref generate", args, desc, vm)) return *rc;
   if (vm.count("trace")) {
     if (out.empty() || !suite.empty() || !config.empty()) {
       std::fprintf(stderr, "tqref generate: --trace takes --out and neither --suite nor --config\n");

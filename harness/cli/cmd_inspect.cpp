@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "io/case_io.h"
 
 namespace po = boost::program_options;
@@ -77,16 +78,10 @@ int cmd_inspect(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref inspect: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help") || file.empty()) {
+  if (const auto rc = parse_options("tqref inspect", args, desc, vm, &pos)) return *rc;
+  if (file.empty()) {
     std::cout << desc << "\n";
-    return file.empty() && !vm.count("help") ? kExitUsage : kExitOk;
+    return kExitUsage;
   }
   try {
     h5::Node root = h5::Node::open_file(file);

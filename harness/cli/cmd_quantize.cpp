@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -101,17 +102,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
       ("values", po::value(&values), "16 numbers separated by commas (nan, inf, -inf accepted)")
       ("file", po::value(&file), "text file holding 16 numbers (commas or whitespace)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref quantize: %s\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
-  }
+  if (const auto rc = parse_options("tqref quantize", args, desc, vm)) return *rc;
   std::vector<const FormatTraits*> formats;
   for (const auto& t : kFormats)
     if (format == "all" || format == t.name) formats.push_back(&t);

@@ -13,6 +13,7 @@
 #include "analysis/study/decode_study.h"
 #include "analysis/study/study.h"
 #include "command.h"
+#include "options.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
 
@@ -20,6 +21,7 @@ namespace {
 
 namespace po = boost::program_options;
 using namespace tqref::study;
+using tqref::cli::parse_options;
 
 int cmd_study(const std::vector<std::string>& args) {
   StudyOptions o;
@@ -42,17 +44,7 @@ int cmd_study(const std::vector<std::string>& args) {
        "comma list of parts to run: theory,vq,decode,traces (default: all)")
       ("quiet", po::bool_switch(&quiet), "no progress lines");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tqref study: %s\n", e.what());
-    return tqref::kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return tqref::kExitOk;
-  }
+  if (const auto rc = parse_options("tqref study", args, desc, vm)) return *rc;
   if (threads < 0 || threads > 1024) {
     std::fprintf(stderr, "tqref study: --threads %d outside 0..1024\n", threads);
     return tqref::kExitUsage;

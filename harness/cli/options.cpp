@@ -1,0 +1,55 @@
+#include "options.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "command.h"
+#if TQREF_HAVE_GPU
+#include "gpu/driver.h"
+#endif
+
+namespace po = boost::program_options;
+
+namespace tqref::cli {
+
+std::optional<int> parse_options(const std::string& command, const std::vector<std::string>& args,
+                                 const po::options_description& desc, po::variables_map& vm,
+                                 const po::positional_options_description* pos) {
+  try {
+    po::command_line_parser parser(args);
+    parser.options(desc);
+    if (pos) parser.positional(*pos);
+    po::store(parser.run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
+std::string gpu_unavailable() {
+#if TQREF_HAVE_GPU
+  std::string why;
+  const gpu::Driver* d = gpu::Driver::get(&why);
+  if (!d) return why + "; 0 devices";
+  if (d->device_count() == 0)
+    return "CUDA driver " + d->api_version_string() + " loaded, but it reports 0 devices";
+  return "";
+#else
+  return "this tqref was built without CUDA (no nvcc at configure time)";
+#endif
+}
+
+bool require_gpu(const std::string& command, const std::string& hint) {
+  const std::string why = gpu_unavailable();
+  if (why.empty()) return true;
+  std::fprintf(stderr, "%s: no usable GPU: %s.%s\n", command.c_str(), why.c_str(), hint.c_str());
+  return false;
+}
+
+}  // namespace tqref::cli
