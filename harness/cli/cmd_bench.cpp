@@ -105,67 +105,53 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref bench: --runs must be >= 1 and --warmup >= 0\n");
     return kExitUsage;
   }
-  std::string why;
-  const gpu::Driver* d = gpu::Driver::get(&why);
-  if (!d || d->device_count() == 0) {
-    std::fprintf(stderr, "tqref bench: %s; no GPU to benchmark on. Nothing measured.\n",
-                 d ? "CUDA driver loaded, 0 devices" : why.c_str());
-    return kExitNoDevice;
+  if (!require_gpu("tqref bench", " Nothing measured.")) return kExitNoDevice;
+  gpu::Context ctx(device);
+  bench::Report rep;
+  rep.device = ctx.device().name;
+  rep.arch = ctx.device().arch();
+  rep.sm_count = ctx.device().sm_count;
+  rep.driver = gpu::Driver::kernel_module_version();
+  rep.settings = st;
+  rep.command_line = "tqref bench";
+  for (const auto& a : args) rep.command_line += " " + a;
+  if (model_seqs > 0) {
+    try {
+      (void)load_ex2_profile_for_arch(rep.arch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tqref bench: no EX2 profile for %s (%s): seed-vs-model check skipped "
+                   "(set TQREF_DATA_DIR to the repository's data/)\n", rep.arch.c_str(), e.what());
+      model_seqs = 0;
+    }
   }
-  try {
-    gpu::Context ctx(device);
-    bench::Report rep;
-    rep.device = ctx.device().name;
-    rep.arch = ctx.device().arch();
-    rep.sm_count = ctx.device().sm_count;
-    rep.driver = gpu::Driver::kernel_module_version();
-    rep.settings = st;
-    rep.command_line = "tqref bench";
-    for (const auto& a : args) rep.command_line += " " + a;
-    if (model_seqs > 0) {
-      try {
-        (void)load_ex2_profile_for_arch(rep.arch);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "tqref bench: no EX2 profile for %s (%s): seed-vs-model check skipped "
-                     "(set TQREF_DATA_DIR to the repository's data/)\n", rep.arch.c_str(), e.what());
-        model_seqs = 0;
-      }
-    }
-    bench::GpuBench b(ctx, st);
-    rep.copy = b.copy(1ull << 30);
-    std::printf("copy: %.0f GB/s read+write\n", rep.copy.gbps());
-    const auto shapes = quick ? quick_shapes(q_sigma) : full_shapes(q_sigma);
-    bool first = true;
-    for (const auto& s : shapes) {
-      if (only_len != 0 && s.seq_len != only_len) continue;
-      std::printf("decode %s ...\n", s.label().c_str());
-      std::fflush(stdout);
-      for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
-      first = false;
-    }
-    for (uint32_t tokens : {32u, 16384u}) {
-      if (no_writer) break;
-      rep.writer.push_back(b.writer(Format::turbo3v, 128, 8, tokens));
-      if (!quick) {
-        rep.writer.push_back(b.writer(Format::turbo2v, 128, 8, tokens));
-        rep.writer.push_back(b.writer(Format::turbo4v, 128, 8, tokens));
-        rep.writer.push_back(b.writer(Format::turbo3v, 256, 8, tokens));
-      }
-    }
-    if (!json.empty()) bench::write_json(json, rep);
-    bench::print_table(rep);
-    bool ok = true;
-    for (const auto& r : rep.decode) ok &= r.conformant;
-    for (const auto& r : rep.writer) ok &= r.conformant;
-    if (!ok) std::printf("MISMATCH: at least one benchmarked kernel differs (see the bits column)\n");
-    return ok ? kExitOk : kExitMismatch;
-  } catch (const gpu::Error& e) {
-    std::fprintf(stderr, "tqref bench: %s\n", e.what());
-    return e.fault ? kExitGpuFault : kExitNoDevice;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tqref bench: %s\n", e.what());
-    return kExitInternal;
+  bench::GpuBench b(ctx, st);
+  rep.copy = b.copy(1ull << 30);
+  std::printf("copy: %.0f GB/s read+write\n", rep.copy.gbps());
+  const auto shapes = quick ? quick_shapes(q_sigma) : full_shapes(q_sigma);
+  bool first = true;
+  for (const auto& s : shapes) {
+    if (only_len != 0 && s.seq_len != only_len) continue;
+    std::printf("decode %s ...\n", s.label().c_str());
+    std::fflush(stdout);
+    for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
+    first = false;
   }
+  for (uint32_t tokens : {32u, 16384u}) {
+    if (no_writer) break;
+    rep.writer.push_back(b.writer(Format::turbo3v, 128, 8, tokens));
+    if (!quick) {
+      rep.writer.push_back(b.writer(Format::turbo2v, 128, 8, tokens));
+      rep.writer.push_back(b.writer(Format::turbo4v, 128, 8, tokens));
+      rep.writer.push_back(b.writer(Format::turbo3v, 256, 8, tokens));
+    }
+  }
+  if (!json.empty()) bench::write_json(json, rep);
+  bench::print_table(rep);
+  bool ok = true;
+  for (const auto& r : rep.decode) ok &= r.conformant;
+  for (const auto& r : rep.writer) ok &= r.conformant;
+  if (!ok) std::printf("MISMATCH: at least one benchmarked kernel differs (see the bits column)\n");
+  return ok ? kExitOk : kExitMismatch;
 }
 
 }  // namespace

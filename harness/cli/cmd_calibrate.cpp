@@ -148,17 +148,8 @@ void compare_with_known(const std::string& arch, const std::vector<uint32_t>& f)
 }
 
 int run_on_gpu(const Options& o) {
-  std::string why;
-  const gpu::Driver* d = gpu::Driver::get(&why);
-  if (!d) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s; 0 devices. Nothing measured.\n", why.c_str());
-    return kExitNoDevice;
-  }
-  if (d->device_count() == 0) {
-    std::fprintf(stderr, "tqref calibrate ex2: CUDA driver %s loaded, 0 devices. Nothing measured.\n",
-                 d->api_version_string().c_str());
-    return kExitNoDevice;
-  }
+  if (!require_gpu("tqref calibrate ex2", " Nothing measured.")) return kExitNoDevice;
+  const gpu::Driver* d = gpu::Driver::get();
   gpu::Context ctx(o.device);
   const gpu::DeviceInfo& dev = ctx.device();
   const std::string arch = dev.arch();
@@ -225,9 +216,7 @@ int run_on_gpu(const Options& o) {
 }
 #else
 int run_on_gpu(const Options&) {
-  std::fprintf(stderr, "tqref calibrate ex2: this tqref was built without CUDA (cuda %s); no "
-               "CUDA driver can be used, 0 devices. Rebuild with nvcc, or convert a raw table with "
-               "--from-raw.\n", "not built in");
+  require_gpu("tqref calibrate ex2", " Rebuild with nvcc, or convert a raw table with --from-raw.");
   return kExitNoDevice;
 }
 #endif
@@ -272,18 +261,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   o.command_line = "tqref calibrate";
   for (const auto& a : args)
     o.command_line += a.find_first_of(" \t'\"") == std::string::npos ? " " + a : " '" + a + "'";
-  try {
-    return o.from_raw.empty() ? run_on_gpu(o) : run_from_raw(o);
-  } catch (const Ex2ProfileError& e) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
-    return kExitBadInput;
-  }
-#if TQREF_HAVE_GPU
-  catch (const gpu::Error& e) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
-    return e.fault ? kExitGpuFault : kExitNoDevice;
-  }
-#endif
+  return o.from_raw.empty() ? run_on_gpu(o) : run_from_raw(o);
 }
 
 }  // namespace

@@ -167,10 +167,7 @@ int cmd_capture(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref capture: wrote %s (%zu sequence%s, %.2f s)\n", out.c_str(),
                  t.sequences.size(), t.sequences.size() == 1 ? "" : "s", secs);
     return kExitOk;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tqref capture: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const tqref::h5::Error& e) {  // e.g. --out not writable
+  } catch (const std::invalid_argument& e) {  // a checkpoint, tokenizer or prompt refused
     std::fprintf(stderr, "tqref capture: %s\n", e.what());
     return kExitBadInput;
   }

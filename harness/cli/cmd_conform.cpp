@@ -59,7 +59,9 @@ std::string utc_now() {
   return s;
 }
 
-// Another subcommand through the registry (the same code path as typing it).
+#if TQREF_HAVE_GPU
+// Another subcommand through the registry (the same code path as typing it); only the GPU run
+// calls one (calibrate, generate).
 int run_command(const std::string& name, const std::vector<std::string>& args) {
   std::string line = "  $ tqref " + name;
   for (const auto& a : args) line += " " + a;
@@ -70,6 +72,7 @@ int run_command(const std::string& name, const std::vector<std::string>& args) {
   std::fprintf(stderr, "tqref conform: internal: no subcommand '%s'\n", name.c_str());
   return kExitInternal;
 }
+#endif
 
 void print_precheck(const std::vector<ModuleResult>& mods) {
   std::printf("modules (pre-check, without the GPU):\n");
@@ -181,15 +184,11 @@ int run(const Args& a, const std::string& command_line) {
     }
     suites.push_back(f);
   }
-#if TQREF_HAVE_GPU
-  std::string why;
-  const gpu::Driver* drv = gpu::Driver::get(&why);
-  if (drv && drv->device_count() == 0) why = "CUDA driver " + drv->api_version_string() + " loaded, but it reports 0 devices";
-  if (!drv || drv->device_count() == 0) {
-    std::fprintf(stderr, "tqref conform: no usable GPU: %s. The pre-check above is all that can be "
-                 "done without one; run this command on the GPU the kernels are for.\n", why.c_str());
+  if (!require_gpu("tqref conform", " The pre-check above is all that can be done without one; run "
+                   "this command on the GPU the kernels are for."))
     return kExitNoDevice;
-  }
+#if TQREF_HAVE_GPU
+  const gpu::Driver* drv = gpu::Driver::get();
   if (a.device < 0 || a.device >= drv->device_count()) {
     std::fprintf(stderr, "tqref conform: --device %d; allowed: 0 to %d\n", a.device, drv->device_count() - 1);
     return kExitUsage;
@@ -267,9 +266,7 @@ int run(const Args& a, const std::string& command_line) {
   return exit_code(res);
 #else
   (void)t0;
-  std::fprintf(stderr, "tqref conform: no usable GPU: this tqref was built without CUDA (no nvcc at "
-               "configure time). The pre-check above is all that can be done without one.\n");
-  return kExitNoDevice;
+  return kExitNoDevice;  // not reached: require_gpu() refuses every build without CUDA
 #endif
 }
 

@@ -83,40 +83,32 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitUsage;
   }
-  try {
-    h5::Node root = h5::Node::open_file(file);
-    const Provenance p = read_provenance(root);
-    h5::Node cases = root.group("cases");
-    if (!only.empty() && !cases.has(only)) {
-      std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), only.c_str());
-      return kExitBadInput;
-    }
-    // Every case is read and checked before anything is printed: a bad file gives one message
-    // (docs/reliability.md), not a partial listing followed by an error.
-    std::vector<GoldenCase> all;
-    for (const auto& n : only.empty() ? cases.children() : std::vector<std::string>{only})
-      all.push_back(read_case(cases, n, false));
-    std::printf("%s\n  schema_version %lld  tqref %s  commit %s\n  suite %s  shard %s  seed %llu\n"
-                "  rng: %s\n  threshold %.9g  ex2 profile %s\n  command: %s\n",
-                file.c_str(), (long long)p.schema_version, p.tqref_version.c_str(),
-                p.git_commit.c_str(), p.suite.c_str(), p.shard.c_str(), (unsigned long long)p.seed,
-                p.rng.c_str(), p.threshold, p.ex2_profile_id.empty() ? "(none)" : p.ex2_profile_id.c_str(),
-                p.command_line.c_str());
-    if (!p.reproducer_of.empty()) std::printf("  reproducer of %s\n", p.reproducer_of.c_str());
-    if (!only.empty()) {
-      summary(all[0], true);
-      return kExitOk;
-    }
-    std::printf("  %zu cases\n\n", all.size());
-    for (const auto& c : all) summary(c, false);
-    return kExitOk;
-  } catch (const BadCase& e) {
-    std::fprintf(stderr, "tqref inspect: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const h5::Error& e) {
-    std::fprintf(stderr, "tqref inspect: %s\n", e.what());
+  h5::Node root = h5::Node::open_file(file);
+  const Provenance p = read_provenance(root);
+  h5::Node cases = root.group("cases");
+  if (!only.empty() && !cases.has(only)) {
+    std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), only.c_str());
     return kExitBadInput;
   }
+  // Every case is read and checked before anything is printed: a bad file gives one message
+  // (docs/reliability.md), not a partial listing followed by an error.
+  std::vector<GoldenCase> all;
+  for (const auto& n : only.empty() ? cases.children() : std::vector<std::string>{only})
+    all.push_back(read_case(cases, n, false));
+  std::printf("%s\n  schema_version %lld  tqref %s  commit %s\n  suite %s  shard %s  seed %llu\n"
+              "  rng: %s\n  threshold %.9g  ex2 profile %s\n  command: %s\n",
+              file.c_str(), (long long)p.schema_version, p.tqref_version.c_str(),
+              p.git_commit.c_str(), p.suite.c_str(), p.shard.c_str(), (unsigned long long)p.seed,
+              p.rng.c_str(), p.threshold, p.ex2_profile_id.empty() ? "(none)" : p.ex2_profile_id.c_str(),
+              p.command_line.c_str());
+  if (!p.reproducer_of.empty()) std::printf("  reproducer of %s\n", p.reproducer_of.c_str());
+  if (!only.empty()) {
+    summary(all[0], true);
+    return kExitOk;
+  }
+  std::printf("  %zu cases\n\n", all.size());
+  for (const auto& c : all) summary(c, false);
+  return kExitOk;
 }
 
 }  // namespace
