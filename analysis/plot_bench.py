@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Plot `tqref bench --json` results (and optionally analysis/bench_torch_sdpa.py's) as a PNG.
 
-One group of bars per decode shape: median time of the seed kernel, the GQA kernel for each
-heads-per-CTA, torch SDPA on the same shape (bf16 dense K/V) where measured, and a marker for
+One group of bars per decode shape: median time of the reference-order kernel, the GQA kernel for
+each heads-per-CTA, torch SDPA on the same shape (bf16 dense K/V) where measured, and a marker for
 the memory floor (all K + all V + q + out at the device-to-device copy bandwidth of the run).
 Non-conformant kernels are hatched and labelled.
-With --table, also prints one compact line per shape: seed, best GQA (its HT), torch, speed-up
-over torch and over the seed, share of the memory floor, and the conformance verdict.
+With --table, also prints one compact line per shape: reference-order, best GQA (its HT), torch,
+speed-up over torch and over the reference-order kernel, share of the memory floor, and the
+conformance verdict.
 Usage: python3 analysis/plot_bench.py BENCH.json [--torch SDPA.json] --out bench.png [--table]
 """
 import argparse
@@ -46,8 +47,8 @@ def main():
     if not groups:
         print("plot_bench: no decode results", file=sys.stderr)
         return 3
-    series = ["seed", "gqa HT4", "gqa HT2", "gqa HT1", "torch sdpa"]
-    colors = {"seed": "#888888", "gqa HT4": "#1f77b4", "gqa HT2": "#4f9fd4", "gqa HT1": "#9fcbe8",
+    series = ["reference-order", "gqa HT4", "gqa HT2", "gqa HT1", "torch sdpa"]
+    colors = {"reference-order": "#888888", "gqa HT4": "#1f77b4", "gqa HT2": "#4f9fd4", "gqa HT1": "#9fcbe8",
               "torch sdpa": "#d62728"}
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 5))
     width = 0.8 / len(series)
@@ -57,7 +58,7 @@ def main():
         labels.append(f"{fmt}\nD{hdim} {S}x{hq}/{hkv}\nL{L} qs{qs:g}")
         vals = {}
         for d in rows:
-            name = "seed" if d["heads_per_cta"] == 0 else f"gqa HT{d['heads_per_cta']}"
+            name = "reference-order" if d["heads_per_cta"] == 0 else f"gqa HT{d['heads_per_cta']}"
             vals[name] = (d["timing"]["median_ms"], d["conformant"])
         tk = (hdim, S, hq, hkv, L)
         if tk in torch:
@@ -92,21 +93,21 @@ def main():
 
 
 def print_table(groups, torch):
-    print(f"{'shape':34} {'seed_ms':>8} {'gqa_ms':>8} {'HT':>2} {'torch_ms':>8} {'x_torch':>7} "
-          f"{'x_seed':>6} {'floor%':>6} {'skip%':>5} bits")
+    print(f"{'shape':34} {'ref_order_ms':>12} {'gqa_ms':>8} {'HT':>2} {'torch_ms':>8} {'x_torch':>7} "
+          f"{'x_ref_order':>11} {'floor%':>6} {'skip%':>5} bits")
     for key, rows in groups.items():
         fmt, hdim, S, hq, hkv, L, qs = key
-        seed = next((d for d in rows if d["heads_per_cta"] == 0), None)
+        ref = next((d for d in rows if d["heads_per_cta"] == 0), None)  # heads_per_cta 0: reference-order
         fast = [d for d in rows if d["heads_per_cta"] > 0]
         best = min(fast, key=lambda d: d["timing"]["median_ms"]) if fast else None
         t = torch.get((hdim, S, hq, hkv, L))
         g = best["timing"]["median_ms"] if best else float("nan")
-        s = seed["timing"]["median_ms"] if seed else float("nan")
+        s = ref["timing"]["median_ms"] if ref else float("nan")
         floor = rows[0]["floor_full_ms"]
         ok = all(d["conformant"] for d in rows)
         print(f"{fmt} D{hdim} {S}x{hq}/{hkv} L{L} qs{qs:g}".ljust(34) +
-              f" {s:8.4f} {g:8.4f} {best['heads_per_cta'] if best else 0:>2} "
-              f"{t if t else float('nan'):8.4f} {(t / g) if t else float('nan'):7.2f} {s / g:6.2f} "
+              f" {s:12.4f} {g:8.4f} {best['heads_per_cta'] if best else 0:>2} "
+              f"{t if t else float('nan'):8.4f} {(t / g) if t else float('nan'):7.2f} {s / g:11.2f} "
               f"{100 * floor / g:6.1f} {100 * rows[0]['skip_rate']:5.1f} {'equal' if ok else 'MISMATCH'}")
 
 

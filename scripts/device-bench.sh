@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU benchmark run for the H200 device machine (docs/performance.md), about 3 minutes:
-#   1. tqref bench --quick (seed + GQA decoders on the main shapes, writer; every timed kernel
-#      checked bit for bit in the same run) -> $OUT/bench.json, bench.log
+#   1. tqref bench --quick (reference-order + GQA decoders on the main shapes, writer; every timed
+#      kernel checked bit for bit in the same run) -> $OUT/bench.json, bench.log
 #   2. torch SDPA (bf16, enable_gqa, one query token) on the same shapes -> $OUT/torch_sdpa.json
 #   3. plot -> $OUT/bench.png, and a compact table printed last.
 # Needs the binary and its libraries packed here by scripts/device-carry.sh (.device-carry/).
@@ -12,7 +12,7 @@ out=${OUT:-bench-out}
 mkdir -p "$out"
 here=$(pwd)
 export LD_LIBRARY_PATH="$here/.device-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TQREF_DATA_DIR="$here/data"  # the sm_90 EX2 profile for the seed-vs-model check
+export TQREF_DATA_DIR="$here/data"  # the sm_90 EX2 profile for the reference-order-vs-model check
 export PYTHONUNBUFFERED=1
 bin="$here/.device-carry/bin/tqref"
 if [ ! -x "$bin" ]; then

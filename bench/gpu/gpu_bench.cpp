@@ -61,6 +61,37 @@ uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
 }  // namespace
 
+// Everything one decode shape runs on: parameters, block tables, the pools (several copies, so
+// timed runs rotate through more memory than the L2 holds), q, the output and the statistics.
+struct DecodeState {
+  DecodeParams p;
+  uint32_t nb_seq = 0;  // blocks per sequence
+  std::vector<int32_t> tables, lens;
+  uint64_t k_pool = 0, v_pool = 0, q_elems = 0, out_elems = 0;
+  uint32_t copies = 0;
+  gpu::DeviceBuffer d_tables, d_lens, d_q, d_out, d_stats;
+  std::vector<gpu::DeviceBuffer> kp, vp;  // [copies] K and V pools
+};
+
+// Launch parameters of a shape: every sequence full length, V sections unpadded.
+DecodeParams decode_params(const DecodeShape& sh) {
+  const uint32_t D = sh.hdim, H = sh.num_kv_heads, B = sh.block_size, n = H * D;
+  DecodeParams p;
+  p.max_blocks_per_seq = ceil_div(sh.seq_len, B);
+  p.num_q_heads = sh.num_q_heads;
+  p.num_kv_heads = H;
+  p.head_dim = D;
+  p.block_size = B;
+  p.inv_sqrt_d = 1.0f / std::sqrt(float(D));
+  p.q_stride = sh.num_q_heads * D;
+  p.v_data_section_bytes = uint64_t(B) * n * traits(sh.format).bits / 8;
+  p.v_block_stride_bytes = p.v_data_section_bytes + uint64_t(B) * n / kGroupSize;
+  p.sliding_window = 0;
+  p.num_seqs = sh.num_seqs;
+  p.hdim = D;
+  return p;
+}
+
 struct GpuBench::Impl {
   const gpu::Context& ctx;
   Settings s;
@@ -110,6 +141,191 @@ struct GpuBench::Impl {
     const uint64_t want = (s.rotate_bytes + bytes - 1) / std::max<uint64_t>(bytes, 1);
     return uint32_t(std::clamp<uint64_t>(want, 2, cap));
   }
+
+  // Tables over shuffled physical blocks (a paged cache after some churn), pool copy 0 written by
+  // the reference-order writer from generated K/V, the other copies copied from it, q generated.
+  DecodeState prepare_decode(const DecodeShape& sh) {
+    if (sh.num_q_heads % sh.num_kv_heads != 0)
+      throw std::invalid_argument("bench: num_q_heads must be a multiple of num_kv_heads");
+    DecodeState st;
+    st.p = decode_params(sh);
+    const uint32_t S = sh.num_seqs, B = sh.block_size, n = sh.num_kv_heads * sh.hdim;
+    st.nb_seq = st.p.max_blocks_per_seq;
+    const uint32_t num_blocks = st.nb_seq * S;
+    st.k_pool = uint64_t(num_blocks) * B * n * 2;
+    st.v_pool = uint64_t(num_blocks) * st.p.v_block_stride_bytes;
+    std::mt19937_64 rng(s.seed);
+    st.tables.resize(num_blocks);
+    std::iota(st.tables.begin(), st.tables.end(), 0);
+    std::shuffle(st.tables.begin(), st.tables.end(), rng);
+    st.lens.assign(S, int32_t(sh.seq_len));
+    st.d_tables = gpu::DeviceBuffer(st.tables.size() * 4);
+    st.d_lens = gpu::DeviceBuffer(st.lens.size() * 4);
+    st.d_tables.upload(st.tables.data(), st.tables.size() * 4);
+    st.d_lens.upload(st.lens.data(), st.lens.size() * 4);
+    ctx.synchronize();  // uploads/fills go through the legacy stream: finish them first
+    st.copies = copies_for(st.k_pool + st.v_pool, 8);
+    for (uint32_t c = 0; c < st.copies; ++c) {
+      st.kp.emplace_back(st.k_pool);
+      st.vp.emplace_back(st.v_pool);
+    }
+    write_pools(sh, st);
+    for (uint32_t c = 1; c < st.copies; ++c) {
+      copy_dd(st.kp[c].ptr(), st.kp[0].ptr(), st.k_pool);
+      copy_dd(st.vp[c].ptr(), st.vp[0].ptr(), st.v_pool);
+    }
+    st.q_elems = uint64_t(S) * st.p.q_stride;
+    st.out_elems = uint64_t(S) * sh.num_q_heads * sh.hdim;
+    st.d_q = gpu::DeviceBuffer(st.q_elems * 2);
+    st.d_out = gpu::DeviceBuffer(st.out_elems * 2);
+    st.d_stats = gpu::DeviceBuffer(3 * 8);
+    fill_bf16(st.d_q.ptr(), st.q_elems, s.seed * 7919 + 17, sh.q_sigma);
+    stream.synchronize();
+    return st;
+  }
+
+  // Pool copy 0 through the reference-order writer, in chunks of tokens of generated K/V.
+  void write_pools(const DecodeShape& sh, DecodeState& st) {
+    const uint32_t D = sh.hdim, H = sh.num_kv_heads, B = sh.block_size, L = sh.seq_len, n = H * D;
+    const uint32_t chunk =
+        std::min<uint32_t>(sh.num_seqs * L, std::max<uint32_t>(1, uint32_t((64ull << 20) / (n * 2))));
+    gpu::DeviceBuffer key(uint64_t(chunk) * n * 2), value(uint64_t(chunk) * n * 2), slots(uint64_t(chunk) * 8);
+    std::vector<int64_t> sm(chunk);
+    const gpu::Function wr = fn("writers", "reshape_and_cache_flash_bf16k_" + format_name(sh.format));
+    WriterParams wp{H, D, B, n, n, uint64_t(B) * n * 2, st.p.v_block_stride_bytes, st.p.v_data_section_bytes};
+    const uint64_t total = uint64_t(sh.num_seqs) * L;
+    for (uint64_t t0 = 0, ci = 0; t0 < total; t0 += chunk, ++ci) {
+      const uint32_t nt = uint32_t(std::min<uint64_t>(chunk, total - t0));
+      for (uint32_t i = 0; i < nt; ++i) {
+        const uint64_t tok = t0 + i, seq = tok / L, pos = tok % L;
+        sm[i] = int64_t(st.tables[seq * st.nb_seq + pos / B]) * B + int64_t(pos % B);
+      }
+      slots.upload(sm.data(), uint64_t(nt) * 8);
+      ctx.synchronize();
+      fill_bf16(key.ptr(), uint64_t(nt) * n, s.seed * 1000003 + 2 * ci, 1.0f);
+      fill_bf16(value.ptr(), uint64_t(nt) * n, s.seed * 1000003 + 2 * ci + 1, 1.0f);
+      gpu::KernelArgs a;
+      gpu::pack_writer_args(a, {key.ptr(), value.ptr(), st.kp[0].ptr(), st.vp[0].ptr(), slots.ptr()}, wp);
+      wr.launch({nt, 1, 1}, {256, 1, 1}, a.params(), 0, &stream);
+      stream.synchronize();  // the chunk buffers are reused
+    }
+  }
+
+  void launch_decode(const DecodeState& st, const gpu::Function& f, uint32_t grid_x, uint32_t copy,
+                     uint64_t stats) {
+    gpu::KernelArgs a;
+    gpu::pack_decode_args(a, {st.d_q.ptr(), st.kp[copy].ptr(), st.vp[copy].ptr(), st.d_out.ptr(),
+                              st.d_tables.ptr(), st.d_lens.ptr()}, st.p);
+    if (stats) a.ptr("stats", stats);
+    f.launch({grid_x, st.p.num_seqs, 1}, {256, 1, 1}, a.params(), 0, &stream);
+  }
+
+  // One launch on pool copy 0 into a poisoned output (unwritten elements show), downloaded.
+  std::vector<uint16_t> run_once(DecodeState& st, const gpu::Function& f, uint32_t grid_x, uint64_t stats) {
+    st.d_out.fill(0xFF, st.out_elems * 2);
+    ctx.synchronize();
+    launch_decode(st, f, grid_x, 0, stats);
+    stream.synchronize();
+    std::vector<uint16_t> out(st.out_elems);
+    st.d_out.download(out.data(), st.out_elems * 2);
+    return out;
+  }
+
+  // The reference-order kernel's output `ref` on the first `seqs` sequences against the CPU model.
+  bool model_equal(const DecodeShape& sh, const DecodeState& st, const std::vector<uint16_t>& ref,
+                   uint32_t seqs) {
+    const uint32_t ms = std::min(seqs, sh.num_seqs);
+    std::vector<uint8_t> hk(st.k_pool), hv(st.v_pool);
+    st.kp[0].download(hk.data(), st.k_pool);
+    st.vp[0].download(hv.data(), st.v_pool);
+    std::vector<uint16_t> hq(st.q_elems);
+    st.d_q.download(hq.data(), st.q_elems * 2);
+    DecodeParams mp = st.p;
+    mp.num_seqs = ms;
+    std::vector<uint16_t> mout(uint64_t(ms) * sh.num_q_heads * sh.hdim, 0xFFFF);
+    const Ex2Profile ex2 = load_ex2_profile_for_arch(ctx.device().arch());
+    paged_decode_model(sh.format, std::span<const uint16_t>(hq.data(), uint64_t(ms) * st.p.q_stride), hk, hv,
+                       mout, std::span<const int32_t>(st.tables.data(), uint64_t(ms) * st.nb_seq),
+                       std::span<const int32_t>(st.lens.data(), ms), mp, ex2);
+    return std::equal(mout.begin(), mout.end(), ref.begin());
+  }
+
+  // Skip rate and V rows needed by any head of a CTA, from the statistics build of the GQA kernel
+  // at the widest valid heads-per-CTA in `hts` (0: none valid, nothing measured); returns its
+  // output elements that differ from `ref`.
+  uint64_t measure_skips(const DecodeShape& sh, DecodeState& st, const std::vector<uint32_t>& hts,
+                         const std::vector<uint16_t>& ref, uint32_t* stats_ht, DecodeResult& base) {
+    const uint32_t QH = sh.num_q_heads;
+    *stats_ht = 0;
+    for (uint32_t ht : {4u, 2u, 1u})
+      if (!*stats_ht && std::find(hts.begin(), hts.end(), ht) != hts.end() && ht * (QH / ht) == QH &&
+          (QH / sh.num_kv_heads) % ht == 0)
+        *stats_ht = ht;
+    if (!*stats_ht) return 0;
+    const unsigned long long zero[3] = {0, 0, 0};
+    st.d_stats.upload(zero, sizeof zero);
+    ctx.synchronize();
+    const std::string fast_mod = sh.hdim == 128 ? "decode_fast_hdim128" : "decode_fast_hdim256";
+    const std::string name = "paged_decode_attn_bf16k_" + format_name(sh.format) + "_gqa_stats";
+    const std::vector<uint16_t> out = run_once(st, fn(fast_mod, name), QH / *stats_ht, st.d_stats.ptr());
+    uint64_t mismatch = 0;
+    for (size_t i = 0; i < out.size(); ++i) mismatch += out[i] != ref[i];
+    unsigned long long c[3];
+    st.d_stats.download(c, sizeof c);
+    const uint64_t v_row = uint64_t(sh.hdim) * traits(sh.format).bits / 8 + sh.hdim / kGroupSize;
+    base.skip_rate = c[0] ? double(c[1]) / double(c[0]) : 0.0;
+    base.v_bytes_needed = uint64_t(c[2]) * v_row;
+    return mismatch;
+  }
+
+  // The reference-order kernel (the output every other kernel must equal, optionally checked
+  // against the CPU model on a subset), then the GQA kernel for every valid heads-per-CTA.
+  std::vector<DecodeResult> decode(const DecodeShape& sh, const std::vector<uint32_t>& hts,
+                                   uint32_t model_check_seqs) {
+    DecodeState st = prepare_decode(sh);
+    const uint32_t QH = sh.num_q_heads, n = sh.num_kv_heads * sh.hdim;
+    const uint64_t tokens = uint64_t(sh.num_seqs) * sh.seq_len;
+    const uint64_t v_row = uint64_t(sh.hdim) * traits(sh.format).bits / 8 + sh.hdim / kGroupSize;
+    DecodeResult base;
+    base.shape = sh;
+    base.k_bytes = tokens * n * 2;
+    base.v_bytes_full = tokens * sh.num_kv_heads * v_row;  // v_row: one kv head, one position
+    base.qo_bytes = 2 * st.out_elems * 2;
+    const std::string fmt = format_name(sh.format);
+    const std::string ref_mod = sh.hdim == 128 ? "decode_hdim128" : "decode_hdim256";
+    const std::string fast_mod = sh.hdim == 128 ? "decode_fast_hdim128" : "decode_fast_hdim256";
+    const gpu::Function ref_fn = fn(ref_mod, "paged_decode_attn_bf16k_" + fmt);
+    const std::vector<uint16_t> ref = run_once(st, ref_fn, QH, 0);
+    DecodeResult ref_r = base;
+    ref_r.kernel = "paged_decode_attn_bf16k_" + fmt;
+    ref_r.conformant = true;
+    for (uint16_t v : ref) ref_r.conformant &= v != 0xFFFFu;  // every element written
+    if (model_check_seqs > 0) {
+      ref_r.model_checked = true;
+      ref_r.model_equal = model_equal(sh, st, ref, model_check_seqs);
+      ref_r.conformant &= ref_r.model_equal;
+    }
+    uint32_t stats_ht = 0;
+    const uint64_t stats_mismatch = measure_skips(sh, st, hts, ref, &stats_ht, base);
+    ref_r.skip_rate = base.skip_rate;
+    ref_r.v_bytes_needed = base.v_bytes_needed;
+    ref_r.t = time_runs([&](int i) { launch_decode(st, ref_fn, QH, uint32_t(i) % st.copies, 0); });
+    std::vector<DecodeResult> results{ref_r};
+    for (uint32_t ht : hts) {
+      if (QH % ht != 0 || (QH / sh.num_kv_heads) % ht != 0) continue;  // invalid geometry
+      const gpu::Function f = fn(fast_mod, "paged_decode_attn_bf16k_" + fmt + "_gqa");
+      DecodeResult r = base;
+      r.kernel = "paged_decode_attn_bf16k_" + fmt + "_gqa";
+      r.heads_per_cta = ht;
+      const std::vector<uint16_t> out = run_once(st, f, QH / ht, 0);
+      for (size_t i = 0; i < out.size(); ++i) r.mismatches += out[i] != ref[i];
+      if (ht == stats_ht) r.mismatches += stats_mismatch;
+      r.conformant = r.mismatches == 0 && ref_r.conformant;
+      r.t = time_runs([&](int i) { launch_decode(st, f, QH / ht, uint32_t(i) % st.copies, 0); });
+      results.push_back(r);
+    }
+    return results;
+  }
 };
 
 GpuBench::GpuBench(const gpu::Context& ctx, Settings s) : impl_(new Impl(ctx, s)) {}
@@ -128,167 +344,7 @@ CopyResult GpuBench::copy(uint64_t bytes) {
 
 std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vector<uint32_t>& hts,
                                            uint32_t model_check_seqs) {
-  Impl& I = *impl_;
-  const uint32_t D = sh.hdim, H = sh.num_kv_heads, B = sh.block_size, S = sh.num_seqs, L = sh.seq_len;
-  const uint32_t bits = traits(sh.format).bits, n = H * D;
-  if (sh.num_q_heads % H != 0) throw std::invalid_argument("bench: num_q_heads must be a multiple of num_kv_heads");
-  const uint32_t nb_seq = ceil_div(L, B), num_blocks = nb_seq * S;
-  DecodeParams p;
-  p.max_blocks_per_seq = nb_seq;
-  p.num_q_heads = sh.num_q_heads;
-  p.num_kv_heads = H;
-  p.head_dim = D;
-  p.block_size = B;
-  p.inv_sqrt_d = 1.0f / std::sqrt(float(D));
-  p.q_stride = sh.num_q_heads * D;
-  p.v_data_section_bytes = uint64_t(B) * n * bits / 8;
-  p.v_block_stride_bytes = p.v_data_section_bytes + uint64_t(B) * n / kGroupSize;
-  p.sliding_window = 0;
-  p.num_seqs = S;
-  p.hdim = D;
-  const uint64_t k_pool = uint64_t(num_blocks) * B * n * 2, v_pool = uint64_t(num_blocks) * p.v_block_stride_bytes;
-
-  // Shuffled physical blocks, as a paged cache after some churn.
-  std::mt19937_64 rng(I.s.seed);
-  std::vector<int32_t> tables(num_blocks);
-  std::iota(tables.begin(), tables.end(), 0);
-  std::shuffle(tables.begin(), tables.end(), rng);
-  std::vector<int32_t> lens(S, int32_t(L));
-  gpu::DeviceBuffer d_tables(tables.size() * 4), d_lens(lens.size() * 4);
-  d_tables.upload(tables.data(), tables.size() * 4);
-  d_lens.upload(lens.data(), lens.size() * 4);
-  I.ctx.synchronize();  // uploads/fills go through the legacy stream: finish them first
-
-  // Pool copy 0 written by the seed writer from generated K/V, in chunks of tokens.
-  const uint32_t copies = I.copies_for(k_pool + v_pool, 8);
-  std::vector<gpu::DeviceBuffer> kp, vp;
-  for (uint32_t c = 0; c < copies; ++c) {
-    kp.emplace_back(k_pool);
-    vp.emplace_back(v_pool);
-  }
-  {
-    const uint32_t chunk = std::min<uint32_t>(S * L, std::max<uint32_t>(1, uint32_t((64ull << 20) / (n * 2))));
-    gpu::DeviceBuffer key(uint64_t(chunk) * n * 2), value(uint64_t(chunk) * n * 2), slots(uint64_t(chunk) * 8);
-    std::vector<int64_t> sm(chunk);
-    const gpu::Function wr = I.fn("writers", "reshape_and_cache_flash_bf16k_" + format_name(sh.format));
-    WriterParams wp{H, D, B, n, n, uint64_t(B) * n * 2, p.v_block_stride_bytes, p.v_data_section_bytes};
-    const uint64_t total = uint64_t(S) * L;
-    for (uint64_t t0 = 0, ci = 0; t0 < total; t0 += chunk, ++ci) {
-      const uint32_t nt = uint32_t(std::min<uint64_t>(chunk, total - t0));
-      for (uint32_t i = 0; i < nt; ++i) {
-        const uint64_t tok = t0 + i, seq = tok / L, pos = tok % L;
-        sm[i] = int64_t(tables[seq * nb_seq + pos / B]) * B + int64_t(pos % B);
-      }
-      slots.upload(sm.data(), uint64_t(nt) * 8);
-      I.ctx.synchronize();
-      I.fill_bf16(key.ptr(), uint64_t(nt) * n, I.s.seed * 1000003 + 2 * ci, 1.0f);
-      I.fill_bf16(value.ptr(), uint64_t(nt) * n, I.s.seed * 1000003 + 2 * ci + 1, 1.0f);
-      gpu::KernelArgs a;
-      gpu::pack_writer_args(a, {key.ptr(), value.ptr(), kp[0].ptr(), vp[0].ptr(), slots.ptr()}, wp);
-      wr.launch({nt, 1, 1}, {256, 1, 1}, a.params(), 0, &I.stream);
-      I.stream.synchronize();  // the chunk buffers are reused
-    }
-  }
-  for (uint32_t c = 1; c < copies; ++c) {
-    I.copy_dd(kp[c].ptr(), kp[0].ptr(), k_pool);
-    I.copy_dd(vp[c].ptr(), vp[0].ptr(), v_pool);
-  }
-  const uint64_t q_elems = uint64_t(S) * p.q_stride, out_elems = uint64_t(S) * sh.num_q_heads * D;
-  gpu::DeviceBuffer d_q(q_elems * 2), d_out(out_elems * 2), d_stats(3 * 8);
-  I.fill_bf16(d_q.ptr(), q_elems, I.s.seed * 7919 + 17, sh.q_sigma);
-  I.stream.synchronize();
-
-  const std::string fmt = format_name(sh.format);
-  const std::string seed_mod = D == 128 ? "decode_hdim128" : "decode_hdim256";
-  const std::string fast_mod = D == 128 ? "decode_fast_hdim128" : "decode_fast_hdim256";
-  auto launch_decode = [&](const gpu::Function& f, uint32_t grid_x, uint32_t c, uint64_t stats) {
-    gpu::KernelArgs a;
-    gpu::pack_decode_args(a, {d_q.ptr(), kp[c].ptr(), vp[c].ptr(), d_out.ptr(), d_tables.ptr(), d_lens.ptr()}, p);
-    if (stats) a.ptr("stats", stats);
-    f.launch({grid_x, S, 1}, {256, 1, 1}, a.params(), 0, &I.stream);
-  };
-  auto run_once = [&](const gpu::Function& f, uint32_t grid_x, uint64_t stats) {
-    d_out.fill(0xFF, out_elems * 2);  // poison: unwritten elements show
-    I.ctx.synchronize();
-    launch_decode(f, grid_x, 0, stats);
-    I.stream.synchronize();
-    std::vector<uint16_t> out(out_elems);
-    d_out.download(out.data(), out_elems * 2);
-    return out;
-  };
-
-  std::vector<DecodeResult> results;
-  DecodeResult base;
-  base.shape = sh;
-  base.k_bytes = uint64_t(S) * L * n * 2;
-  const uint64_t v_row = uint64_t(D) * bits / 8 + D / kGroupSize;  // one kv head, one position
-  base.v_bytes_full = uint64_t(S) * L * H * v_row;
-  base.qo_bytes = 2 * out_elems * 2;
-
-  // Seed kernel: reference output, optionally checked against the CPU model on a subset.
-  const gpu::Function seed_fn = I.fn(seed_mod, "paged_decode_attn_bf16k_" + fmt);
-  const std::vector<uint16_t> ref = run_once(seed_fn, sh.num_q_heads, 0);
-  DecodeResult seed_r = base;
-  seed_r.kernel = "paged_decode_attn_bf16k_" + fmt;
-  seed_r.conformant = true;
-  for (uint16_t v : ref) seed_r.conformant &= v != 0xFFFFu;  // every element written
-  if (model_check_seqs > 0) {
-    const uint32_t ms = std::min(model_check_seqs, S);
-    std::vector<uint8_t> hk(k_pool), hv(v_pool);
-    kp[0].download(hk.data(), k_pool);
-    vp[0].download(hv.data(), v_pool);
-    std::vector<uint16_t> hq(q_elems);
-    d_q.download(hq.data(), q_elems * 2);
-    DecodeParams mp = p;
-    mp.num_seqs = ms;
-    std::vector<uint16_t> mout(uint64_t(ms) * sh.num_q_heads * D, 0xFFFF);
-    const Ex2Profile ex2 = load_ex2_profile_for_arch(I.ctx.device().arch());
-    paged_decode_model(sh.format, std::span<const uint16_t>(hq.data(), uint64_t(ms) * p.q_stride), hk, hv, mout,
-                       std::span<const int32_t>(tables.data(), uint64_t(ms) * nb_seq),
-                       std::span<const int32_t>(lens.data(), ms), mp, ex2);
-    seed_r.model_checked = true;
-    seed_r.model_equal = std::equal(mout.begin(), mout.end(), ref.begin());
-    seed_r.conformant &= seed_r.model_equal;
-  }
-
-  // Statistics (skip rate, V rows needed by any head of a CTA) from the widest valid HT.
-  uint32_t stats_ht = 0;
-  for (uint32_t ht : {4u, 2u, 1u})
-    if (!stats_ht && std::find(hts.begin(), hts.end(), ht) != hts.end() &&
-        ht * (sh.num_q_heads / ht) == sh.num_q_heads && (sh.num_q_heads / H) % ht == 0)
-      stats_ht = ht;
-  uint64_t stats_mismatch = 0;
-  if (stats_ht) {
-    const unsigned long long zero[3] = {0, 0, 0};
-    d_stats.upload(zero, sizeof zero);
-    I.ctx.synchronize();
-    const std::vector<uint16_t> out =
-        run_once(I.fn(fast_mod, "paged_decode_attn_bf16k_" + fmt + "_gqa_stats"), sh.num_q_heads / stats_ht, d_stats.ptr());
-    for (size_t i = 0; i < out.size(); ++i) stats_mismatch += out[i] != ref[i];
-    unsigned long long st[3];
-    d_stats.download(st, sizeof st);
-    base.skip_rate = st[0] ? double(st[1]) / double(st[0]) : 0.0;
-    base.v_bytes_needed = uint64_t(st[2]) * v_row;
-  }
-  seed_r.skip_rate = base.skip_rate;
-  seed_r.v_bytes_needed = base.v_bytes_needed;
-  seed_r.t = I.time_runs([&](int i) { launch_decode(seed_fn, sh.num_q_heads, uint32_t(i) % copies, 0); });
-  results.push_back(seed_r);
-
-  for (uint32_t ht : hts) {
-    if (sh.num_q_heads % ht != 0 || (sh.num_q_heads / H) % ht != 0) continue;  // invalid geometry
-    const gpu::Function f = I.fn(fast_mod, "paged_decode_attn_bf16k_" + fmt + "_gqa");
-    DecodeResult r = base;
-    r.kernel = "paged_decode_attn_bf16k_" + fmt + "_gqa";
-    r.heads_per_cta = ht;
-    const std::vector<uint16_t> out = run_once(f, sh.num_q_heads / ht, 0);
-    for (size_t i = 0; i < out.size(); ++i) r.mismatches += out[i] != ref[i];
-    if (ht == stats_ht) r.mismatches += stats_mismatch;
-    r.conformant = r.mismatches == 0 && seed_r.conformant;
-    r.t = I.time_runs([&](int i) { launch_decode(f, sh.num_q_heads / ht, uint32_t(i) % copies, 0); });
-    results.push_back(r);
-  }
-  return results;
+  return impl_->decode(sh, hts, model_check_seqs);
 }
 
 WriterResult GpuBench::writer(Format f, uint32_t hdim, uint32_t num_kv_heads, uint32_t tokens) {

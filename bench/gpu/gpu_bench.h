@@ -1,5 +1,5 @@
 // GPU benchmark of the writer and decoder kernels (`tqref bench`, docs/performance.md): inputs
-// generated on the device (bench_util module + the seed writer), CUDA-event timing after warm-up,
+// generated on the device (bench_util module + the reference-order writer), CUDA-event timing after warm-up,
 // median of many runs, inputs rotated over several pool copies (more memory than the L2), a
 // device-to-device copy measured in the same run as the bandwidth reference, and a bit-for-bit
 // conformance check of every benchmarked kernel on the benchmark inputs before it is timed.
@@ -37,13 +37,13 @@ struct DecodeShape {
 struct DecodeResult {
   DecodeShape shape;
   std::string kernel;     // entry point
-  uint32_t heads_per_cta = 0;  // 0 = seed geometry [num_q_heads, num_seqs]
+  uint32_t heads_per_cta = 0;  // 0 = reference-order kernel, grid [num_q_heads, num_seqs]
   Timing t;
   uint64_t k_bytes = 0, v_bytes_full = 0, v_bytes_needed = 0, qo_bytes = 0;
   double skip_rate = 0;   // skipped (head, position) pairs / all pairs
   bool conformant = false;
-  uint64_t mismatches = 0;  // output elements differing from the seed kernel (0 for the seed)
-  bool model_checked = false, model_equal = false;  // seed vs CPU model on a sequence subset
+  uint64_t mismatches = 0;  // output elements differing from the reference-order kernel
+  bool model_checked = false, model_equal = false;  // reference-order kernel vs CPU model, on a sequence subset
 };
 
 struct WriterResult {
@@ -66,7 +66,7 @@ class GpuBench {
   GpuBench(const gpu::Context& ctx, Settings s);
   ~GpuBench();
   CopyResult copy(uint64_t bytes);
-  // Seed kernel plus the GQA kernel for every valid heads-per-CTA in `hts` (1, 2, 4).
+  // The reference-order kernel plus the GQA kernel for every valid heads-per-CTA in `hts` (1, 2, 4).
   std::vector<DecodeResult> decode(const DecodeShape& shape, const std::vector<uint32_t>& hts,
                                    uint32_t model_check_seqs);
   WriterResult writer(Format f, uint32_t hdim, uint32_t num_kv_heads, uint32_t tokens);

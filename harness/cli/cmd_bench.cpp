@@ -1,5 +1,5 @@
-// tqref bench: GPU timing of the writer and decoder kernels (seed ABI and the GQA variants)
-// with a bit-for-bit conformance check of every timed kernel in the same run
+// tqref bench: GPU timing of the writer and decoder kernels (the reference-order kernels and the
+// GQA variants) with a bit-for-bit conformance check of every timed kernel in the same run
 // (bench/gpu/gpu_bench.h, docs/performance.md).
 #include <boost/program_options.hpp>
 
@@ -79,10 +79,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   bench::Settings st;
   po::options_description desc(
       "usage: tqref bench [--quick] [--json FILE] [options]\n"
-      "  Times the writer and decoder kernels on the GPU (seed ABI and the GQA variants), after\n"
-      "  checking every timed kernel bit for bit (decoders against the seed kernel, the seed against\n"
-      "  the CPU model on a few sequences, the writer against the CPU model). Exit 0: all conformant;\n"
-      "  1: a mismatch; 4: no GPU");
+      "  Times the writer and decoder kernels on the GPU (the reference-order kernels and the GQA\n"
+      "  variants), after checking every timed kernel bit for bit (GQA decoders against the\n"
+      "  reference-order decoder, that one against the CPU model on a few sequences, the writer\n"
+      "  against the CPU model). Exit 0: all conformant; 1: a mismatch; 4: no GPU");
   desc.add_options()("help,h", "this text")("quick", po::bool_switch(&quick),
                                             "main shapes only (turbo3v, HDIM 128, GQA 4: 32x4k, 32x16k, 8x32k)")(
       "json", po::value(&json), "write the results as JSON (schema tqref.bench/1)")(
@@ -119,7 +119,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     try {
       (void)load_ex2_profile_for_arch(rep.arch);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tqref bench: no EX2 profile for %s (%s): seed-vs-model check skipped "
+      std::fprintf(stderr, "tqref bench: no EX2 profile for %s (%s): reference-order-vs-model check skipped "
                    "(set TQREF_DATA_DIR to the repository's data/)\n", rep.arch.c_str(), e.what());
       model_seqs = 0;
     }
@@ -156,5 +156,5 @@ int cmd_bench(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TQREF_COMMAND("bench", "time the writer/decoder kernels (seed and GQA variants) on the GPU, checked bit for bit",
+TQREF_COMMAND("bench", "time the writer/decoder kernels (reference-order and GQA) on the GPU, checked bit for bit",
               cmd_bench);
