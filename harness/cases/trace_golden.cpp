@@ -11,7 +11,6 @@
 #include "cases/builders.h"
 #include "cases/finish_decode.h"
 #include "cases/rng.h"
-#include "cases/values.h"
 #include "io/atomic_output.h"
 #include "io/case_io.h"
 #include "io/file_bytes.h"
@@ -19,7 +18,6 @@
 #include "tqref/build_info.h"
 #include "tqref/contract.h"
 #include "tqref/decode.h"
-#include "tqref/reference.h"
 
 namespace tqref::trace {
 
