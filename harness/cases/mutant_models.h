@@ -23,6 +23,21 @@ std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2
 // Returns the number of groups whose byte changed.
 uint64_t writer_fma_contract_scales(const GoldenCase& c, std::span<uint8_t> v_cache);
 
+// Mutant 9 on the writer: the fp8 scale byte truncated toward zero (the kernel's
+// `if (sb != 0 && fp8(sb) > s) sb -= 1` after the nearest-even encoding), written into the scale
+// bytes of every written token in v_cache (a correct run's pool). Returns the groups changed.
+uint64_t writer_scale_rz_scales(const GoldenCase& c, std::span<uint8_t> v_cache);
+
+// Mutant 2 on the writer: code index counts BD[j] < y (strict), so a value on a bound goes one
+// code down; codes and, through rsq, scale bytes of every written token replaced in v_cache.
+// Returns the groups changed.
+uint64_t writer_bound_strict(const GoldenCase& c, std::span<uint8_t> v_cache);
+
+// Invariance mutant 20 (writer_contiguous, docs/mutants.md): the writer takes slot_mapping[0] + t
+// for token t when slot_mapping[0] >= 0 and slot_mapping[T-1] - slot_mapping[0] == T - 1 (the
+// ends look like one contiguous run), else slot_mapping[t]. Returns the slots it writes.
+std::vector<int64_t> contiguous_shortcut_slots(std::span<const int64_t> slot_mapping);
+
 // Elements in which two output buffers differ.
 uint64_t count_differing(std::span<const uint16_t> a, std::span<const uint16_t> b);
 

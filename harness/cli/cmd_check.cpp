@@ -16,6 +16,7 @@
 #include "judge/ex2_for_file.h"
 #include "judge/faults.h"
 #include "judge/judge_case.h"
+#include "judge/level_i.h"
 #include "judge/level_t.h"
 #include "judge/report.h"
 #include "tqref/build_info.h"
@@ -58,8 +59,10 @@ struct CheckArgs {
   std::string file, backend_name = "model", report, junit, only, repro_dir, inject = "none";
   std::string level = "exact", filter, kind_filter;
   size_t show = 8;
+  bool no_explain = false;
   GpuArgs ga;
   LevelTOptions topt;
+  LevelIOptions iopt;
   Fault fault;
   bool selected(const std::string& name) const {
     return filter.empty() || name.find(filter) != std::string::npos;
@@ -83,8 +86,10 @@ po::options_description check_options(CheckArgs& a) {
       "filter", po::value(&a.filter), "check only cases whose name contains this text")(
       "kind", po::value(&a.kind_filter), "check only writer or decode cases")(
       "level", po::value(&a.level),
-      "exact (W for writers, D for decoders; default) or T (decoders: tolerance report, "
-      "docs/gpu-harness.md)")(
+      "exact (W for writers, D for decoders; default), T (decoders: tolerance report, "
+      "docs/gpu-harness.md) or I (invariance: the kernel against itself, no EX2 profile needed)")(
+      "no-explain", po::bool_switch(&a.no_explain),
+      "no failure anatomy (its hypotheses re-run the model for each failing case)")(
       "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)")(
       "device", po::value(&a.ga.device), "gpu: CUDA device ordinal (default 0)")(
       "module", po::value(&a.ga.module), "gpu: kernel module file (cubin, PTX or fatbin) instead of "
@@ -106,7 +111,8 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
   };
   if (a.file.empty()) return usage("give the golden FILE");
   if (a.level == "W" || a.level == "D") a.level = "exact";
-  if (a.level != "exact" && a.level != "T") return usage("--level " + a.level + "; allowed: exact (W/D) or T");
+  if (a.level != "exact" && a.level != "T" && a.level != "I")
+    return usage("--level " + a.level + "; allowed: exact (W/D), T or I");
   if (!a.kind_filter.empty() && a.kind_filter != "writer" && a.kind_filter != "decode")
     return usage("--kind " + a.kind_filter + "; allowed: writer, decode");
   for (const auto& [opt, path] : {std::pair<const char*, std::string>{"report", a.report}, {"junit", a.junit}})
@@ -172,11 +178,13 @@ OpenedBackend open_backend(const CheckArgs& a, const Ex2Profile* ex2p) {
 struct Tally {
   std::vector<CaseVerdict> verdicts;
   std::vector<LevelTVerdict> tverdicts;
+  std::vector<LevelIVerdict> iverdicts;
   size_t failed = 0, skipped = 0;
 };
 
-// Every selected case, run once and judged exactly or at level T (judge/judge_case.h, shared
-// with conform); failures printed, with a reproducer each when asked for.
+// Every selected case, run once and judged exactly or at level T (judge/judge_case.h), or run
+// with its level I variants (judge/level_i.h), both shared with conform; failures printed with
+// their anatomy, and a reproducer each when asked for.
 Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::string>& names,
                 const Provenance& prov, const Backend& raw, Backend& backend, const Ex2Source& ex2_src,
                 const Ex2Profile* ex2p) {
@@ -193,16 +201,25 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
       std::printf("SKIP %s: %s\n", name.c_str(), cannot.c_str());
       continue;
     }
-    JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt);
-    const bool tolerance = j.tolerance.has_value();
-    CaseVerdict v = std::move(j.verdict);
-    if (tolerance) {
-      t.tverdicts.push_back(std::move(*j.tolerance));
-      std::fputs(level_t_text(t.tverdicts.back()).c_str(), stdout);
+    CaseVerdict v;
+    bool printed = false;
+    if (a.level == "I") {
+      t.iverdicts.push_back(judge_level_i(c, backend, a.iopt));
+      std::fputs(level_i_text(t.iverdicts.back()).c_str(), stdout);
+      v = level_i_case_verdict(t.iverdicts.back());
+      printed = true;
+    } else {
+      JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt, !a.no_explain);
+      v = std::move(j.verdict);
+      if (j.tolerance) {
+        t.tverdicts.push_back(std::move(*j.tolerance));
+        std::fputs((level_t_text(t.tverdicts.back()) + explanation_text(v.explanation)).c_str(), stdout);
+        printed = true;
+      }
     }
     if (!v.pass) {
       ++t.failed;
-      if (!tolerance) std::fputs(report_text(v, a.show).c_str(), stdout);
+      if (!printed) std::fputs(report_text(v, a.show).c_str(), stdout);
       if (!a.repro_dir.empty()) {
         std::filesystem::create_directories(a.repro_dir);
         const std::string path = write_reproducer(a.repro_dir, a.file, prov, read_case(cases, name, true));
@@ -230,9 +247,12 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
 #endif
     return code;
   };
-  const std::string json = a.level == "T" ? "{\"level\":\"T\",\"summary\":" + report_json(run, t.verdicts) +
-                                                ",\"tolerance\":" + level_t_json(t.tverdicts, a.topt) + "}\n"
-                                          : report_json(run, t.verdicts);
+  const std::string json =
+      a.level == "T"   ? "{\"level\":\"T\",\"summary\":" + report_json(run, t.verdicts) +
+                             ",\"tolerance\":" + level_t_json(t.tverdicts, a.topt) + "}\n"
+      : a.level == "I" ? "{\"level\":\"I\",\"summary\":" + report_json(run, t.verdicts) +
+                             ",\"invariance\":" + level_i_json(t.iverdicts) + "}\n"
+                       : report_json(run, t.verdicts);
   if (!a.report.empty() && !write_text(a.report, json)) {
     std::fprintf(stderr, "tqref check: cannot write --report %s\n", a.report.c_str());
     return leave(kExitInternal);

@@ -63,6 +63,16 @@ struct GoldenCase {
   DecodeCase d;                         // valid when kind == decode
 };
 
+// The pool geometry (docs/spec.md section 3) of a writer or decode case.
+inline CacheGeometry pool_geometry(const WriterCase& w) {
+  return {w.p.num_kv_heads, w.p.head_dim, w.p.block_size, w.num_blocks, w.p.v_block_stride_bytes,
+          w.p.v_data_section_bytes};
+}
+inline CacheGeometry pool_geometry(const DecodeCase& d) {
+  return {d.p.num_kv_heads, d.p.head_dim, d.p.block_size, d.num_blocks, d.p.v_block_stride_bytes,
+          d.p.v_data_section_bytes};
+}
+
 // Kernel name, e.g. "paged_decode_attn_bf16k_turbo3v".
 std::string kernel_name(CaseKind kind, Format f);
 const char* kind_name(CaseKind k);

@@ -18,7 +18,6 @@ namespace {
 uint32_t elem(const uint8_t* p, uint64_t off, int width) {
   return width == 2 ? uint32_t(p[off] | (p[off + 1] << 8)) : p[off];
 }
-bool bf16_nan(uint32_t b) { return (b & 0x7F80) == 0x7F80 && (b & 0x7F); }
 
 // Records one differing element: counts its category, keeps the first kMaxListed.
 void note(CaseVerdict& v, Mismatch m) {
@@ -122,7 +121,7 @@ void compare_output(const GoldenCase& c, const GuardedBuffer& got, CaseVerdict& 
     const char* cat;
     if (d.seq_lens[s] <= 0) cat = "untouched-modified";
     else if (g == i0 && e != i0) cat = "row-not-written";
-    else if (bf16_nan(g) && !bf16_nan(e) && !d.diag.skip_count.empty() && d.diag.skip_count[row] > 0)
+    else if (bf16_is_nan(uint16_t(g)) && !bf16_is_nan(uint16_t(e)) && !d.diag.skip_count.empty() && d.diag.skip_count[row] > 0)
       cat = "skipped-v-read";
     else cat = "output-value";
     const std::string where = "seq " + std::to_string(s) + " qhead " + std::to_string(row % QH) +

@@ -35,6 +35,18 @@ struct Mismatch {
   int width = 1;           // bytes per element shown (2 for bf16, 1 for packed bytes)
 };
 
+// Failure anatomy of a failing case (anatomy.h, level_i.h): what is wrong as a pattern, and
+// which concrete hypothesis explains it. Empty for passing cases and for failures not explained.
+struct Explanation {
+  std::string sentence;   // one sentence: what is wrong, what is exact, the suspect
+  std::string verdict;    // the hypothesis verdict: "reproduced bit for bit by ..." or the closest
+  // Stable id for tests and CI: "hypothesis:<id>", "pattern:<single-bit|lowest-bit|
+  // scale-one-code>", "structural:<category>", "closest:<id>", "invariance:<property>",
+  // "unexplained".
+  std::string diagnosis;
+  std::string json;       // the facts and every hypothesis score, a JSON object ("" = none)
+};
+
 struct CaseVerdict {
   std::string name, kernel, kind;
   bool pass = false;
@@ -42,12 +54,22 @@ struct CaseVerdict {
   uint64_t bytes_compared = 0, bytes_differing = 0;
   std::map<std::string, uint64_t> categories;  // category -> differing elements
   std::vector<Mismatch> first;              // the first kMaxListed mismatches
+  Explanation explanation;                  // failing cases: the anatomy (anatomy.h)
   double seconds = 0;
 };
 
 inline constexpr size_t kMaxListed = 64;
 
 CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r);
+
+// bf16 bit patterns: NaN, and the distance in representable values (sign-magnitude mapped to a
+// line; +0 and -0 coincide).
+inline bool bf16_is_nan(uint16_t b) { return (b & 0x7F80) == 0x7F80 && (b & 0x7F); }
+inline uint32_t bf16_ulp_distance(uint16_t a, uint16_t b) {
+  auto ord = [](uint16_t x) { return (x & 0x8000) ? -int32_t(x & 0x7FFF) : int32_t(x); };
+  const int32_t d = ord(a) - ord(b);
+  return uint32_t(d < 0 ? -d : d);
+}
 
 // "0x7fc0" style hex of `width` bytes.
 std::string hex(uint32_t v, int width);

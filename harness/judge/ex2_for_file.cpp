@@ -1,5 +1,9 @@
 #include "judge/ex2_for_file.h"
 
+#include <filesystem>
+#include <set>
+
+#include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
 
 namespace tqref::golden {
@@ -21,6 +25,28 @@ std::optional<Ex2Profile> ex2_for_file(const Provenance& prov, const std::string
     throw BadCase(file + ": generated with EX2 profile " + id + " but the installed " +
                   id.substr(0, dash) + " profile is " + p.id() + "; regenerate the file or install that profile");
   return p;
+}
+
+const std::vector<Ex2Profile>& known_ex2_units() {
+  static const std::vector<Ex2Profile> units = [] {
+    namespace fs = std::filesystem;
+    std::vector<Ex2Profile> v;
+    std::set<std::string> archs;
+    for (const std::string& hw : data_file_candidates("hw")) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(hw, ec))
+        if (e.is_directory(ec) && fs::exists(e.path() / "ex2.h5", ec)) archs.insert(e.path().filename().string());
+    }
+    for (const std::string& arch : archs) {
+      try {
+        v.push_back(load_ex2_profile_for_arch(arch));
+      } catch (const std::exception&) {  // a broken profile is not a hypothesis
+      }
+    }
+    v.push_back(Ex2Profile::from_table("reference-ex2", "reference", ex2_reference_table()));
+    return v;
+  }();
+  return units;
 }
 
 }  // namespace tqref::golden

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/case_io.h"
 #include "tqref/ex2.h"
@@ -12,5 +13,11 @@ namespace tqref::golden {
 // nullopt when the file names no profile (writer-only files). Throws BadCase when the profile
 // cannot be found or its id differs from the file's.
 std::optional<Ex2Profile> ex2_for_file(const Provenance& prov, const std::string& file);
+
+// Every EX2 unit tqref knows, loaded once: the profile of each architecture found under the data
+// folders (hw/<arch>/ex2.h5, data_dir.h search order; unreadable ones are left out) and the
+// reference table (a correctly rounded 2^x, ex2_reference_table()). The failure anatomy tries each
+// as the "another EX2 profile" hypothesis.
+const std::vector<Ex2Profile>& known_ex2_units();
 
 }  // namespace tqref::golden

@@ -27,15 +27,29 @@ enum class Fault {
                    // exactly at THRESH, which reads a poisoned skipped V group -> skipped-v-read
   expf_no_split,   // decode: EXPF without the split below y = -126 (mutant 14)   -> output-value
   writer_fma,      // writer: nsq and rsq contracted into FMAs (mutant 13)        -> v-scale
+  // Mirrors of the invariance mutants (docs/mutants.md, 18-20) and a stale-state kernel: they
+  // break level I (level_i.h); the first, third and fourth pass W/D on the committed suites.
+  dense_large_batch,  // decode: a launch of more than 16 sequences reads V of every position
+                      // (the model with THRESH = -1; mutant 18)           -> level I placement
+  block_parity_lsb,   // decode: the lowest output bit flipped in the rows whose last position
+                      // lies in an odd physical block (mutant 19)          -> output-value, level I blocks
+  writer_contiguous,  // writer: token t written to slot_mapping[0] + t when the first and last
+                      // slots look like one contiguous run (mutant 20)   -> level I token-order
+  repeat_lsb,         // decode: the lowest output bit flipped when the same launch (same bytes)
+                      // ran before: state left by an earlier launch       -> level I repeat
 };
-inline constexpr int kNumFaults = 10;
+inline constexpr int kNumFaults = 14;
 
 const char* fault_name(Fault f);                  // "flip-code-bit", ...
 bool parse_fault(const std::string& s, Fault* f);
 // The category compare_case must report for the fault, "" when it does not apply to the kind.
 const char* fault_category(Fault f, CaseKind k);
-// The kernel mutant a fault mirrors (5, 13, 14), 0 for the others.
+// The kernel mutant a fault mirrors (5, 13, 14 and the invariance mutants 18-20), 0 for the
+// others.
 int fault_mutant(Fault f);
+// True for the faults made to break level I (dense-large-batch, block-parity-lsb,
+// writer-contiguous, repeat-lsb).
+bool fault_breaks_invariance(Fault f);
 // "none, flip-code-bit, ...": the allowed values of --inject.
 std::string fault_names_list();
 

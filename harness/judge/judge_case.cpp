@@ -2,7 +2,9 @@
 
 #include <chrono>
 
+#include "judge/anatomy.h"
 #include "judge/ex2_expectation.h"
+#include "judge/ex2_for_file.h"
 
 namespace tqref::golden {
 
@@ -11,7 +13,8 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 }
 
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
-                         const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt) {
+                         const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
+                         bool explain) {
   JudgedCase j;
   const bool tolerance = level_t && c.kind == CaseKind::decode;
   // Exact judging needs the expectation for the backend's EX2 unit (ex2_expectation.h).
@@ -29,6 +32,15 @@ JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
     }
   }
   j.verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The anatomy compares with c's expectation: exact cases were aligned to the backend's unit
+  // above; at level T the stored one is the model's only when the model runs with the file's unit.
+  const Ex2Profile* model_ex2 = level_t_model_ex2(src, file_ex2);
+  if (explain && !j.verdict.pass && (!tolerance || model_ex2 == file_ex2)) {
+    ExplainOptions eo;
+    eo.ex2 = model_ex2;
+    for (const Ex2Profile& p : known_ex2_units()) eo.other_ex2.push_back(&p);
+    explain_failure(c, r, j.verdict, eo);
+  }
   return j;
 }
 

@@ -24,8 +24,11 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 // with diagnostics); writer cases are always exact. An exact decode case whose expectation cannot
 // be aligned to the backend's EX2 unit fails with "not judged bit for bit: <why>". `run_on` is
 // the backend that launches (possibly a fault-injecting decorator); `src` is what the undecorated
-// backend reported from decode_ex2().
+// backend reported from decode_ex2(). `explain`: a failing case gets its failure anatomy
+// (anatomy.h; the model re-run once per hypothesis), with every EX2 unit of known_ex2_units()
+// as the "another EX2 profile" hypotheses.
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
-                         const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt);
+                         const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
+                         bool explain = true);
 
 }  // namespace tqref::golden

@@ -23,12 +23,6 @@ double ulp_bf16(double x) {
   return std::max(std::ldexp(1.0, e - 8), 0x1p-133);
 }
 
-// Distance in representable bf16 values (sign-magnitude mapped to a line; +0 and -0 coincide).
-uint32_t bf16_ulp_distance(uint16_t a, uint16_t b) {
-  auto ord = [](uint16_t x) { return (x & 0x8000) ? -int32_t(x & 0x7FFF) : int32_t(x); };
-  return uint32_t(std::abs(ord(a) - ord(b)));
-}
-
 ErrorDist make_dist(std::vector<double>& v) {
   ErrorDist d;
   d.n = v.size();

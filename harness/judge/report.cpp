@@ -56,6 +56,13 @@ std::string report_text(const CaseVerdict& v, size_t max_lines) {
   r += ": " + std::to_string(v.bytes_differing) + " of " + std::to_string(v.bytes_compared) +
        " bytes differ [" + categories_str(v) + "]\n";
   for (size_t i = 0; i < v.first.size() && i < max_lines; ++i) r += "    " + mismatch_line(v.first[i]) + "\n";
+  return r + explanation_text(v.explanation);
+}
+
+std::string explanation_text(const Explanation& e) {
+  std::string r;
+  if (!e.sentence.empty()) r += "    anatomy: " + e.sentence + "\n";
+  if (!e.verdict.empty()) r += "    hypotheses: " + e.verdict + "\n";
   return r;
 }
 
@@ -87,7 +94,12 @@ std::string report_json(const RunInfo& run, const std::vector<CaseVerdict>& verd
            ", \"got\": " + json_str(hex(m.got, m.width)) +
            ", \"initial\": " + json_str(hex(m.initial, m.width)) + "}";
     }
-    r += std::string(v.first.empty() ? "" : "\n    ") + "], \"seconds\": " + std::to_string(v.seconds) + "}";
+    r += std::string(v.first.empty() ? "" : "\n    ") + "]";
+    if (!v.explanation.json.empty()) r += ",\n     \"anatomy\": " + v.explanation.json;
+    else if (!v.explanation.sentence.empty())
+      r += ",\n     \"anatomy\": {\"diagnosis\": " + json_str(v.explanation.diagnosis) +
+           ", \"sentence\": " + json_str(v.explanation.sentence) + "}";
+    r += ", \"seconds\": " + std::to_string(v.seconds) + "}";
   }
   return r + "\n  ]\n}\n";
 }
@@ -119,6 +131,7 @@ std::string report_junit(const RunInfo& run, const std::vector<CaseVerdict>& ver
     } else {
       std::string body;
       for (const auto& m : v.first) body += mismatch_line(m) + "\n";
+      body += explanation_text(v.explanation);
       r += "    <failure message=\"" + xml_str(std::to_string(v.bytes_differing) + " bytes differ [" +
                                            categories_str(v) + "]") +
            "\">" + xml_str(body) + "</failure>\n";

@@ -14,8 +14,11 @@ struct RunInfo {
 
 std::string report_json(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
 std::string report_junit(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
-// Lines for the terminal: one per failing case with its categories and first mismatches.
+// Lines for the terminal: one per failing case with its categories, first mismatches and the
+// failure anatomy.
 std::string report_text(const CaseVerdict& v, size_t max_lines);
+// The anatomy lines of report_text ("    anatomy: ...", "    hypotheses: ..."); "" when empty.
+std::string explanation_text(const Explanation& e);
 
 // A JSON string literal (quotes included), and XML attribute/text escaping, as the reports above
 // write them (for other reports built around these, e.g. `tqref conform`).

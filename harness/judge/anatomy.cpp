@@ -1,0 +1,135 @@
+#include "judge/anatomy.h"
+
+#include <set>
+
+#include "judge/anatomy_parts.h"
+#include "judge/hypotheses.h"
+#include "judge/report.h"
+
+namespace tqref::golden {
+
+std::string ranges_text(const std::vector<uint32_t>& v, size_t max_ranges) {
+  std::string t;
+  size_t n = 0;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (n++ == max_ranges) return t + ", ...";
+    t += (t.empty() ? "" : ", ") + std::to_string(v[i]) + (j > i ? "-" + std::to_string(v[j]) : "");
+    i = j + 1;
+  }
+  return t.empty() ? "none" : t;
+}
+
+std::string join_and(const std::vector<std::string>& p) {
+  std::string t;
+  for (size_t i = 0; i < p.size(); ++i) t += (i == 0 ? "" : i + 1 == p.size() ? " and " : ", ") + p[i];
+  return t;
+}
+
+std::string count_of(uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string named_ranges(const std::string& noun, const std::vector<uint32_t>& v) {
+  return noun + (v.size() == 1 ? " " : "s ") + ranges_text(v);
+}
+
+namespace {
+
+// Categories that say where bytes were written, not what value they got.
+bool structural(const std::string& cat) {
+  return cat == "guard" || cat == "untouched-modified" || cat == "row-not-written" || cat == "input-modified";
+}
+
+std::string what_of(const HypothesisReport& h, const std::string& id) {
+  for (const HypothesisResult& r : h.results)
+    if (r.id == id) return r.what;
+  return "";
+}
+
+std::string hypotheses_json(const HypothesisReport& h) {
+  std::string j = "{\"unit\":" + json_quote(h.unit) + ",\"compared\":" + std::to_string(h.compared) +
+                  ",\"spec_differing\":" + std::to_string(h.spec_differing) + ",\"scope\":" + json_quote(h.scope) +
+                  ",\"closest\":" + json_quote(h.closest) + ",\"reproduced\":[";
+  for (size_t i = 0; i < h.reproduced.size(); ++i) j += std::string(i ? "," : "") + json_quote(h.reproduced[i]);
+  j += "],\"results\":[";
+  for (size_t i = 0; i < h.results.size(); ++i) {
+    const HypothesisResult& r = h.results[i];
+    j += std::string(i ? "," : "") + "{\"id\":" + json_quote(r.id) + ",\"tested\":" + (r.tested ? "true" : "false") +
+         (r.tested ? ",\"differing\":" + std::to_string(r.differing) + ",\"effect\":" + std::to_string(r.effect)
+                   : ",\"why_not\":" + json_quote(r.why_not)) + "}";
+  }
+  return j + "]}";
+}
+
+}  // namespace
+
+void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, const ExplainOptions& o) {
+  if (!o.enabled || v.pass || !v.error.empty()) return;
+  for (const std::string& b : output_buffers(c.kind))
+    if (!r.buffers.count(b)) return;
+  const AnatomyFacts a = c.kind == CaseKind::decode ? decode_anatomy(c, r, o) : writer_anatomy(c, r);
+  // Hypotheses re-run the model: only worth it when a value (decoder) or a pool byte (writer)
+  // differs; a decoder's writes to L == 0 rows are no hypothesis's doing.
+  HypothesisReport h;
+  const bool tested = a.values_wrong || a.pools_differ;
+  if (tested) h = test_hypotheses(c, r, o);
+  std::string first_structural;
+  bool only_structural = true;
+  for (const auto& [cat, n] : v.categories) {
+    if (!structural(cat)) only_structural = false;
+    else if (first_structural.empty() || cat == "guard") first_structural = cat;
+  }
+  Explanation& e = v.explanation;
+  std::string what = a.what, suspect = a.suspect;
+  for (const char* cat : {"guard", "input-modified"}) {
+    auto it = v.categories.find(cat);
+    if (it == v.categories.end()) continue;
+    std::string where;
+    for (const Mismatch& m : v.first)
+      if (m.category == cat) {
+        where = m.where;
+        break;
+      }
+    what += "; " + count_of(it->second, cat[0] == 'g' ? "guard byte" : "input byte") + " changed (" + where + ")";
+    if (only_structural && first_structural == cat)
+      suspect = cat[0] == 'g' ? "a write outside the buffer (an index past its end or before its start)"
+                              : "a write into a buffer the kernel may only read";
+  }
+  const std::string scope = h.scope.empty() ? "" : " (on " + h.scope + ")";
+  if (!h.reproduced.empty()) {
+    e.diagnosis = "hypothesis:" + h.reproduced[0];
+    suspect = what_of(h, h.reproduced[0]);
+    e.verdict = "reproduced bit for bit by " + h.reproduced[0] + ": " + suspect;
+    for (size_t i = 1; i < h.reproduced.size(); ++i) e.verdict += "; also by " + h.reproduced[i];
+    e.verdict += scope;
+  } else {
+    if (only_structural && !first_structural.empty()) e.diagnosis = "structural:" + first_structural;
+    else if (!a.pattern.empty()) e.diagnosis = "pattern:" + a.pattern;
+    else if (!h.closest.empty()) e.diagnosis = "closest:" + h.closest;
+    else e.diagnosis = "unexplained";
+    if (!tested) {
+      e.verdict = c.kind == CaseKind::decode ? "no output value differs: hypotheses not tested"
+                                             : "no pool byte differs: hypotheses not tested";
+    } else if (h.results.empty()) {
+      e.verdict = "hypotheses " + h.scope;
+    } else if (h.closest.empty()) {
+      e.verdict = "no hypothesis reproduces it, none is closer than the spec (" +
+                  count_of(h.spec_differing, h.unit) + " differ)" + scope;
+    } else {
+      uint64_t n = 0;
+      for (const auto& x : h.results)
+        if (x.id == h.closest) n = x.differing;
+      e.verdict = "no hypothesis reproduces it; closest: " + h.closest + " (" + what_of(h, h.closest) + "), " +
+                  std::to_string(n) + " of " + count_of(h.compared, h.unit) + " differ (the spec: " +
+                  std::to_string(h.spec_differing) + ")" + scope;
+    }
+  }
+  e.sentence = what + ": suspect " + suspect;
+  e.json = "{\"diagnosis\":" + json_quote(e.diagnosis) + ",\"sentence\":" + json_quote(e.sentence) +
+           ",\"verdict\":" + json_quote(e.verdict) + ",\"facts\":" + a.json +
+           (tested ? ",\"hypotheses\":" + hypotheses_json(h) : std::string()) + "}";
+}
+
+}  // namespace tqref::golden
