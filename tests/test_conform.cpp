@@ -269,8 +269,9 @@ BOOST_AUTO_TEST_CASE(suite_list) {
 }
 
 // Would catch: a probe whose expected bytes depend on the EX2 unit (it would then be wrong on a
-// GPU without a profile), a probe the model itself does not pass, or one whose unwritten dims
-// (what an HDIM=128 build leaves in a head_dim=256 launch) equal the expectation by accident.
+// GPU without a profile), a probe the model itself does not pass, one whose unwritten dims
+// (what an HDIM=128 build leaves in a head_dim=256 launch) equal the expectation by accident, or
+// a correct launch that the write evidence would not call its own HDIM.
 BOOST_AUTO_TEST_CASE(hdim_probe_cases) {
   const Ex2Profile sm90 = load_ex2_profile_for_arch("sm_90");
   const Ex2Profile ref = Ex2Profile::from_table("reference-ex2", "reference", ex2_reference_table());
@@ -285,6 +286,8 @@ BOOST_AUTO_TEST_CASE(hdim_probe_cases) {
       auto model = golden::make_model_backend(&ref);
       const golden::CaseVerdict v = golden::compare_case(a, model->run(a));
       BOOST_TEST(v.pass, t.name << " hdim " << hdim);
+      const WriteEvidence own = hdim_from_writes(observe_probe_writes(a, model->run(a)));
+      BOOST_TEST(own.hdim == hdim, own.why);
       if (hdim != 256) continue;
       // An HDIM=128 build writes dims 0..127 of each row only.
       golden::CaseResult r = model->run(a);
@@ -298,29 +301,88 @@ BOOST_AUTO_TEST_CASE(hdim_probe_cases) {
     }
 }
 
-// Would catch: choosing an HDIM whose probe was not exact, calling an ambiguous or failed probe
-// exact (decoders would then be judged at level D against the wrong build), or preferring a
-// launch error over a measured difference.
-BOOST_AUTO_TEST_CASE(hdim_choice) {
-  const ProbeAtHdim ok128{128, 3, 3, 0, ""}, ok256{256, 3, 3, 0, ""};
-  const ProbeAtHdim bad128{128, 3, 0, 5000, ""}, bad256{256, 3, 1, 900, ""};
-  const ProbeAtHdim err256{256, 3, 0, 0, "CUDA_ERROR_ILLEGAL_ADDRESS"};
+// Would catch: choosing an HDIM whose probe was not exact when the writes decide nothing,
+// calling an ambiguous or failed probe decided (decoders would then be judged at level D against
+// the wrong build), or preferring a launch error over a measured difference.
+BOOST_AUTO_TEST_CASE(hdim_choice_by_values) {
+  const ProbeAtHdim ok128{128, 3, 3, 0, "", {}}, ok256{256, 3, 3, 0, "", {}};
+  const ProbeAtHdim bad128{128, 3, 0, 5000, "", {}}, bad256{256, 3, 1, 900, "", {}};
+  const ProbeAtHdim err256{256, 3, 0, 0, "CUDA_ERROR_ILLEGAL_ADDRESS", {}};
   HdimChoice c = choose_hdim(ok128, bad256);
   BOOST_TEST(c.hdim == 128u);
-  BOOST_TEST(c.exact);
-  BOOST_TEST(c.why.find("at HDIM 256: 2 of 3 decoders differ (900 bytes)") != std::string::npos, c.why);
+  BOOST_TEST(c.decided);
+  BOOST_TEST(c.evidence == "values");
+  BOOST_TEST(c.why.find("at head_dim 256: 2 of 3 decoders differ (900 bytes)") != std::string::npos, c.why);
   c = choose_hdim(bad128, ok256);
   BOOST_TEST(c.hdim == 256u);
-  BOOST_TEST(c.exact);
+  BOOST_TEST(c.decided);
   c = choose_hdim(bad128, bad256);
-  BOOST_TEST(!c.exact);
+  BOOST_TEST(!c.decided);
+  BOOST_TEST(c.evidence == "none");
   BOOST_TEST(c.hdim == 256u);  // fewer differing bytes
   BOOST_TEST(c.why.find("level T") != std::string::npos);
   c = choose_hdim(bad128, err256);
-  BOOST_TEST(!c.exact);
+  BOOST_TEST(!c.decided);
   BOOST_TEST(c.hdim == 128u);
   c = choose_hdim(ok128, ok256);
-  BOOST_TEST(!c.exact);
+  BOOST_TEST(!c.decided);
+}
+
+// Synthetic kernel output on the probe case c: the poisoned output with `count` elements written
+// (value 0x1234, which is not the expectation's) from the start of every active row.
+golden::CaseResult synthetic_writes(const golden::GoldenCase& c, uint32_t count, bool l0_rows_too = false) {
+  golden::CaseResult r;
+  std::vector<uint8_t> init(c.d.out_init.size() * 2);
+  std::memcpy(init.data(), c.d.out_init.data(), init.size());
+  golden::GuardedBuffer out = golden::GuardedBuffer::with_guards(init);
+  uint16_t* o = reinterpret_cast<uint16_t*>(out.data());
+  const uint32_t D = c.d.p.head_dim;
+  for (uint32_t s = 0; s < c.d.p.num_seqs; ++s)
+    if (c.d.seq_lens[s] > 0 || l0_rows_too)
+      for (uint32_t k = 0; k < count; ++k) o[s * D + k] = 0x1234;
+  r.buffers["output"] = std::move(out);
+  return r;
+}
+
+// Would catch: an HDIM taken from the values when the writes tell it (a module whose values are
+// wrong at both HDIMs was judged at the closer one and blamed for its mismatched launch's guard
+// writes), a probe layout in which an HDIM=256 build's spill past a head_dim=128 row is not
+// visible, or writes of L == 0 rows mistaken for that spill. The outputs are synthetic: what an
+// HDIM=128 and an HDIM=256 build write, with values that are wrong everywhere.
+BOOST_AUTO_TEST_CASE(hdim_decided_by_writes) {
+  const Ex2Profile ref = Ex2Profile::from_table("reference-ex2", "reference", ex2_reference_table());
+  const golden::GoldenCase p128 = hdim_probe_case(Format::turbo3v, 128, kSparseVThreshold, ref);
+  const golden::GoldenCase p256 = hdim_probe_case(Format::turbo3v, 256, kSparseVThreshold, ref);
+  // HDIM=256 build: 256 elements per CTA. At head_dim 128 that is its row and the next (L == 0).
+  WriteEvidence e = hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 256)));
+  BOOST_TEST(e.hdim == 256u, e.why);
+  BOOST_TEST(e.why.find("past their 128-element rows") != std::string::npos, e.why);
+  const WriteEvidence e256 = hdim_from_writes(observe_probe_writes(p256, synthetic_writes(p256, 256)));
+  BOOST_TEST(e256.hdim == 256u, e256.why);
+  // HDIM=128 build: 128 elements per CTA.
+  const WriteEvidence f128 = hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 128)));
+  BOOST_TEST(f128.hdim == 128u, f128.why);
+  const WriteEvidence f256 = hdim_from_writes(observe_probe_writes(p256, synthetic_writes(p256, 128)));
+  BOOST_TEST(f256.hdim == 128u, f256.why);
+  BOOST_TEST(f256.why.find("dims 128-255 of every row untouched") != std::string::npos, f256.why);
+  // Writing the rows of L == 0 sequences, or nothing, or failing, decides nothing.
+  BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 128, true))).hdim == 0u);
+  BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 0))).hdim == 0u);
+  golden::CaseResult failed;
+  failed.error = "CUDA_ERROR_LAUNCH_FAILED";
+  BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, failed)).hdim == 0u);
+  // The values are wrong at both head_dims, yet the writes decide HDIM 256: judged there (level D).
+  ProbeAtHdim a{128, 1, 0, 700, "", {e}}, b{256, 1, 0, 1024, "", {e256}};
+  HdimChoice c = choose_hdim(a, b);
+  BOOST_TEST(c.decided);
+  BOOST_TEST(c.hdim == 256u);
+  BOOST_TEST(c.evidence == "writes");
+  BOOST_TEST(c.why.find("decided by what the decoders write") != std::string::npos, c.why);
+  // Two decoders of one module that disagree decide nothing by writes; the values then decide.
+  ProbeAtHdim mixed{128, 2, 2, 0, "", {e, f128}};
+  c = choose_hdim(mixed, ProbeAtHdim{256, 2, 0, 90, "", {e256, f256}});
+  BOOST_TEST(c.evidence == "values");
+  BOOST_TEST(c.hdim == 128u);
 }
 
 namespace {
@@ -345,6 +407,25 @@ golden::CaseVerdict verdict(const std::string& name, const std::string& kernel, 
     m.initial = 0x7fc1;
     m.width = 2;
     v.first.push_back(m);
+    v.explanation = {"dims 8-127 wrong in every row with L > 0: suspect per-lane addressing",
+                     "reproduced bit for bit by neighbour-lane-v", "hypothesis:neighbour-lane-v",
+                     "{\"diagnosis\":\"hypothesis:neighbour-lane-v\"}"};
+  }
+  return v;
+}
+
+golden::LevelIVerdict invariance(const std::string& name, const std::string& kernel, bool pass) {
+  golden::LevelIVerdict v;
+  v.name = name;
+  v.kernel = kernel;
+  v.kind = "decode";
+  v.pass = pass;
+  v.checks.push_back({"placement", "batch of 17", pass, "", 1024, pass ? 0u : 1024u,
+                      pass ? "" : "seq 2 (L 5, at index 9): 1024 of 1024 elements differ"});
+  if (!pass) {
+    v.broken = {"placement"};
+    v.sentence = "output bits change with the sequence's place and company in the batch";
+    v.diagnosis = "invariance:placement";
   }
   return v;
 }
@@ -385,6 +466,7 @@ ConformResult synthetic() {
   ds.skipped = {{"the case is for an HDIM=256 build", 2}};
   ds.skipped_per_kernel = {{kD3, 2}};
   ds.reproducers = {{"0003_decode", "out/reproducers/m02-decode.ptx/smoke/0003_decode.h5"}};
+  ds.invariance = {invariance("0002_decode", kD3, false), invariance("0003_decode", kD3, true)};
   d.suites.push_back(ds);
   ModuleResult n;
   n.file = {"mods/gb10.sm_121.cubin", ModuleKind::cubin};
@@ -413,7 +495,16 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(t.at(kD3).guard_violations == 1u);
   BOOST_TEST(t.at(kD3).level == 'D');
   const std::string md = report_markdown(r, 8);
-  BOOST_TEST(md.find("**FAIL (exit 1): 1 case(s) failed in 1 kernel(s)**") != std::string::npos, md);
+  BOOST_TEST(t.at(kD3).i_cases == 2u);
+  BOOST_TEST(t.at(kD3).i_failed == 1u);
+  BOOST_TEST(md.find("**FAIL (exit 1): 1 case(s) failed and 1 failed level I in 1 kernel(s)**") != std::string::npos, md);
+  // the failure anatomy of the failing case and the level I failure, each with its sentence
+  BOOST_TEST(md.find("    anatomy: dims 8-127 wrong in every row with L > 0: suspect per-lane addressing") !=
+             std::string::npos);
+  BOOST_TEST(md.find("    hypotheses: reproduced bit for bit by neighbour-lane-v") != std::string::npos);
+  BOOST_TEST(md.find("### m02-decode.ptx / smoke / 0002_decode (level I)") != std::string::npos, md);
+  BOOST_TEST(md.find("anatomy: output bits change with the sequence's place and company in the batch") !=
+             std::string::npos);
   BOOST_TEST(md.find("output-value: output byte 42 (seq 0 qhead 1 dim 21): expected 0x3f80 got 0x3f81") !=
              std::string::npos);
   BOOST_TEST(md.find("tqref check out/reproducers/m02-decode.ptx/smoke/0003_decode.h5 --backend gpu "
@@ -422,25 +513,36 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(md.find(std::string(64, 'b')) != std::string::npos);
   BOOST_TEST(md.find("Not found in any loaded module: reshape_and_cache_flash_bf16k_turbo2v") !=
              std::string::npos);
-  BOOST_TEST(md.find("| m02-decode.ptx | " + kD3 + " | D (exact) | 2 | 1 | 1 | 2 | 1 | **FAIL** |") !=
+  BOOST_TEST(md.find("| m02-decode.ptx | " + kD3 + " | D (exact) | 2 | 1 | 1 | 2 | 1 | 1/2 **FAIL** | **FAIL** |") !=
              std::string::npos);
   namespace pt = boost::property_tree;
   pt::ptree j;
   std::istringstream js(report_json(r));
   BOOST_CHECK_NO_THROW(pt::read_json(js, j));
   BOOST_TEST(j.get<int>("exit_code") == 1);
+  const pt::ptree& dsj = std::next(j.get_child("modules").begin())->second.get_child("suites").begin()->second;
+  size_t inv = 0;
+  for (const auto& c : dsj.get_child("invariance.cases")) inv += c.second.get<std::string>("diagnosis") == "invariance:placement";
+  BOOST_TEST(inv == 1u);
+  size_t anat = 0;
+  for (const auto& c : dsj.get_child("check.results"))
+    anat += c.second.get<std::string>("anatomy.diagnosis", "") == "hypothesis:neighbour-lane-v";
+  BOOST_TEST(anat == 1u);
   BOOST_TEST(j.get_child("modules").size() == 3u);
   const std::string xml = report_junit(r);
   BOOST_TEST(xml.find("<?xml") == 0u);
   BOOST_TEST(xml.find("<?xml", 1) == std::string::npos);
   BOOST_TEST(xml.find("<testsuites name=\"tqref-conform\">") != std::string::npos);
+  BOOST_TEST(xml.find("name=\"tqref-check-m02-decode.ptx:smoke:I\" tests=\"2\" failures=\"1\"") !=
+             std::string::npos, xml);
   BOOST_TEST(xml.find("name=\"tqref-check-m02-decode.ptx:smoke\" tests=\"2\" failures=\"1\"") !=
              std::string::npos, xml);
   BOOST_TEST(xml.find("cannot be loaded: built for sm_121") != std::string::npos);
 }
 
-// Would catch: a zero exit while something failed, faulted or was not checked; the wrong order
-// when several apply (a fault outranks a mismatch, which outranks a module problem).
+// Would catch: a zero exit while something failed (level I included), faulted or was not
+// checked; the wrong order when several apply (a fault outranks a mismatch, which outranks a
+// module problem).
 BOOST_AUTO_TEST_CASE(exit_codes) {
   ConformResult r = synthetic();
   BOOST_TEST(exit_code(r) == 1);
@@ -448,6 +550,8 @@ BOOST_AUTO_TEST_CASE(exit_codes) {
   BOOST_TEST(exit_code(r) == 6);
   r = synthetic();
   r.modules[1].suites[0].verdicts[1].pass = true;
+  BOOST_TEST(exit_code(r) == 1);  // level I failed alone: still a mismatch
+  r.modules[1].suites[0].invariance[0].pass = true;
   BOOST_TEST(exit_code(r) == 3);  // m03 cannot load
   r.modules.pop_back();
   BOOST_TEST(exit_code(r) == 0);

@@ -2,8 +2,8 @@
 // modules whether they honour the contract (SPEC), with a report to attach to a pull request
 // (docs/gb10.md). Finds the six kernels in the given modules, establishes each decoder module's
 // HDIM, uses (or with --calibrate measures) this GPU's EX2 profile, runs the golden suites at
-// level W / D (or T without a profile) and writes conform.md, conform.json, conform.junit.xml and
-// reproducers into --out. Exit codes: conform/result.h (exit_code) and docs/cli.md.
+// level W / D (or T without a profile) and I (invariance), and writes conform.md, conform.json,
+// conform.junit.xml and reproducers into --out. Exit codes: conform/result.h (exit_code) and docs/cli.md.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +47,7 @@ struct Args {
   bool calibrate = false;
   int device = 0;
   size_t show = 4;
+  bool no_invariance = false;
   golden::LevelTOptions topt;
 };
 
@@ -149,6 +150,7 @@ int run(const Args& a, const std::string& command_line) {
   res.git_commit = kGitCommit;
   res.threshold = a.threshold;
   res.topt = a.topt;
+  res.invariance = !a.no_invariance;
   std::vector<ModuleFile> files;
   std::map<std::string, uint32_t> hdims;
   std::vector<std::string> suite_items;
@@ -243,6 +245,7 @@ int run(const Args& a, const std::string& command_line) {
   o.out_dir = a.out;
   o.show = a.show;
   o.topt = a.topt;
+  o.invariance = !a.no_invariance;
   o.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
   for (auto& m : res.modules) {
     try {
@@ -289,7 +292,9 @@ int cmd_conform(const std::vector<std::string>& args) {
       "calibrate", po::bool_switch(&a.calibrate), "measure this GPU's EX2 unit first (tqref calibrate ex2)")(
       "device", po::value(&a.device), "CUDA device ordinal (default 0)")(
       "show", po::value(&a.show), "mismatch lines per failing case (default 4)")(
-      "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)");
+      "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)")(
+      "no-invariance", po::bool_switch(&a.no_invariance),
+      "skip level I (each case is otherwise also run in about 15 variant launches)");
   po::variables_map vm;
   if (const auto rc = parse_options("tqref conform", args, desc, vm)) return *rc;
   if (a.modules.empty()) {

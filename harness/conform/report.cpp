@@ -37,9 +37,15 @@ std::string level_name(char l) {
 }
 
 std::string kernel_verdict(const KernelTotals& t) {
-  if (t.failed) return "**FAIL**";
+  if (t.failed || t.i_failed) return "**FAIL**";
   if (t.cases == 0) return "not checked";
   return t.level == 'T' ? "pass (T only)" : "pass";
+}
+
+std::string invariance_cell(const ConformResult& r, const KernelTotals& t) {
+  if (!r.invariance) return "not run";
+  if (t.i_cases == 0) return "-";
+  return std::to_string(t.i_passed) + "/" + std::to_string(t.i_cases) + (t.i_failed ? " **FAIL**" : "");
 }
 
 std::string module_header_md(const ModuleResult& m) {
@@ -66,7 +72,8 @@ std::string module_header_md(const ModuleResult& m) {
   s += "- kernels found (cuModuleGetFunction): " + (found.empty() ? "none" : found) + "\n";
   s += "- not in this module: " + (missing.empty() ? "none" : missing) + "\n";
   if (m.hdim) {
-    s += "- decoders' HDIM: " + std::to_string(m.hdim) + " — " + m.hdim_why + "\n";
+    s += "- decoders' HDIM: " + std::to_string(m.hdim) + " (evidence: " +
+         (m.hdim_evidence.empty() ? std::string("stated") : m.hdim_evidence) + ") — " + m.hdim_why + "\n";
     s += "- decoder level: " + level_name(m.decoder_level) +
          (m.decoder_level_why.empty() ? "" : " — " + m.decoder_level_why) + "\n";
   }
@@ -83,6 +90,7 @@ std::string replay_command(const ConformResult& r, const ModuleResult& m, const 
   if (m.hdim) c += " --hdim " + std::to_string(m.hdim);
   if (r.threshold != kSparseVThreshold) c += " --threshold " + fmt_float(r.threshold);
   if (level == 'T') c += " --level T";
+  if (level == 'I') c += " --level I";
   return c;
 }
 
@@ -102,23 +110,27 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
   s += "\nLevels (SPEC section 6): W = every byte of both pools equals the model's; D = every output "
        "element equals the model's bf16 bits (with this GPU's EX2 profile); T = within the documented "
        "tolerance of the model and the fp64 reference (docs/gpu-harness.md), not bit-exact. Guard "
-       "violations count changed guard-band bytes and changed input buffers.\n\n";
+       "violations count changed guard-band bytes and changed input buffers. I = invariance: the kernel "
+       "against itself under other batch placements, block numberings, padded strides, repeats and "
+       "lengths of the other sequences (writers: token order, padding tokens, strides, split launches), "
+       "no EX2 profile needed; the column counts the cases whose every variant kept the bits. Each "
+       "failure carries an anatomy sentence and a hypothesis verdict (docs/gb10.md, section 6).\n\n";
 
-  s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | verdict |\n"
-       "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | I | verdict |\n"
+       "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   std::set<std::string> anywhere;
   for (const auto& m : r.modules) {
     for (const auto& [k, t] : kernel_totals(m)) {
       anywhere.insert(k);
       s += "| " + m.tag + " | " + k + " | " + level_name(t.level) + " | " + std::to_string(t.cases) + " | " +
            std::to_string(t.passed) + " | " + std::to_string(t.failed) + " | " + std::to_string(t.skipped) +
-           " | " + std::to_string(t.guard_violations) + " | " + kernel_verdict(t) + " |\n";
+           " | " + std::to_string(t.guard_violations) + " | " + invariance_cell(r, t) + " | " + kernel_verdict(t) + " |\n";
     }
     if (!m.load_error.empty())
-      s += "| " + m.tag + " | (not loaded) | | | | | | | " +
+      s += "| " + m.tag + " | (not loaded) | | | | | | | | " +
            (may_hold_contract_kernels(m.inspection) ? "**cannot load**" : "cannot load; no contract kernel in the file (ignored)") + " |\n";
     else if (m.found.empty() && m.error.empty())
-      s += "| " + m.tag + " | (none of the six) | | | | | | | ignored |\n";
+      s += "| " + m.tag + " | (none of the six) | | | | | | | | ignored |\n";
   }
   std::string never;
   for (const auto& k : contract_kernels())
@@ -131,8 +143,12 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
     for (const auto& su : m.suites) {
       size_t failed = 0;
       for (const auto& v : su.verdicts) failed += !v.pass;
+      size_t i_failed = 0;
+      for (const auto& v : su.invariance) i_failed += !v.pass;
       s += "- suite **" + su.suite + "**: " + std::to_string(su.verdicts.size()) + " cases run, " +
-           std::to_string(su.verdicts.size() - failed) + " passed, " + std::to_string(failed) + " failed\n";
+           std::to_string(su.verdicts.size() - failed) + " passed, " + std::to_string(failed) + " failed" +
+           (su.invariance.empty() ? "" : "; level I: " + std::to_string(su.invariance.size() - i_failed) + " of " +
+                                             std::to_string(su.invariance.size()) + " invariant") + "\n";
       for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
     }
     s += "\n";
@@ -140,8 +156,10 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
 
   bool any_failure = false;
   for (const auto& m : r.modules)
-    for (const auto& su : m.suites)
+    for (const auto& su : m.suites) {
       for (const auto& v : su.verdicts) any_failure = any_failure || !v.pass;
+      for (const auto& v : su.invariance) any_failure = any_failure || !v.pass;
+    }
   if (any_failure) {
     s += "## Failures\n\nEach failing case was written alone to a reproducer file; the command under it "
          "replays just that case on this GPU.\n\n";
@@ -153,11 +171,19 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
           if (v.pass) continue;
           s += "### " + m.tag + " / " + su.suite + " / " + v.name + "\n\n```\n";
           const auto t = tv.find(v.name);
-          s += t != tv.end() ? golden::level_t_text(*t->second) : golden::report_text(v, per_case);
+          s += t != tv.end() ? golden::level_t_text(*t->second) + golden::explanation_text(v.explanation)
+                             : golden::report_text(v, per_case);
           s += "```\n\n";
           const auto rp = su.reproducers.find(v.name);
           if (rp != su.reproducers.end())
             s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? 'T' : 'D') + "`\n\n";
+        }
+        for (const auto& l : su.invariance) {
+          if (l.pass) continue;
+          s += "### " + m.tag + " / " + su.suite + " / " + l.name + " (level I)\n\n```\n" + golden::level_i_text(l) +
+               "```\n\n";
+          const auto rp = su.reproducers.find(l.name);
+          if (rp != su.reproducers.end()) s += "Replay: `" + replay_command(r, m, rp->second, 'I') + "`\n\n";
         }
       }
   }
@@ -184,7 +210,8 @@ std::string report_json(const ConformResult& r) {
          ", \"sha256\": " + json_quote(m.sha256) + ", \"images\": " + json_quote(m.inspection.targets_text()) +
          ", \"load_error\": " + json_quote(m.load_error) + ", \"load_explanation\": " +
          json_quote(m.load_explanation) + ", \"hdim\": " + std::to_string(m.hdim) + ", \"hdim_exact\": " +
-         (m.hdim_exact ? "true" : "false") + ", \"hdim_why\": " + json_quote(m.hdim_why) +
+         (m.hdim_exact ? "true" : "false") + ", \"hdim_evidence\": " + json_quote(m.hdim_evidence) +
+         ", \"hdim_why\": " + json_quote(m.hdim_why) +
          ", \"decoder_level\": " + json_quote(std::string(1, m.decoder_level)) + ", \"fault\": " +
          json_quote(m.fault) + ", \"error\": " + json_quote(m.error) + ",\n \"kernels\": {";
     size_t k = 0;
@@ -192,7 +219,8 @@ std::string report_json(const ConformResult& r) {
       s += std::string(k++ ? ", " : "") + json_quote(name) + ": {\"level\": \"" + t.level +
            "\", \"cases\": " + std::to_string(t.cases) + ", \"passed\": " + std::to_string(t.passed) +
            ", \"failed\": " + std::to_string(t.failed) + ", \"guard_violations\": " +
-           std::to_string(t.guard_violations) + "}";
+           std::to_string(t.guard_violations) + ", \"invariance\": {\"cases\": " + std::to_string(t.i_cases) +
+           ", \"passed\": " + std::to_string(t.i_passed) + ", \"failed\": " + std::to_string(t.i_failed) + "}}";
     s += "},\n \"not_found\": [";
     k = 0;
     for (const auto& name : contract_kernels())
@@ -209,6 +237,7 @@ std::string report_json(const ConformResult& r) {
       for (const auto& [c, p] : su.reproducers) s += std::string(q++ ? ", " : "") + json_quote(c) + ": " + json_quote(p);
       s += "},\n   \"check\": " + golden::report_json(run, su.verdicts);
       if (!su.tolerance.empty()) s += ",\n   \"tolerance\": " + golden::level_t_json(su.tolerance, r.topt);
+      if (!su.invariance.empty()) s += ",\n   \"invariance\": " + golden::level_i_json(su.invariance);
       s += "}";
     }
     s += "]}";
@@ -235,9 +264,14 @@ std::string report_junit(const ConformResult& r) {
   }
   std::string body = golden::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods);
   for (const auto& m : r.modules)
-    for (const auto& su : m.suites)
+    for (const auto& su : m.suites) {
       body += golden::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
                                    su.verdicts);
+      if (su.invariance.empty()) continue;
+      std::vector<golden::CaseVerdict> iv;
+      for (const auto& l : su.invariance) iv.push_back(golden::level_i_case_verdict(l));
+      body += golden::report_junit({su.file, m.tag + ":" + su.suite + ":I", "none", r.git_commit, r.ex2_profile_id}, iv);
+    }
   // Each report_junit document starts with the XML declaration; keep one, around <testsuites>.
   const std::string decl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   for (size_t at = body.find(decl); at != std::string::npos; at = body.find(decl)) body.erase(at, decl.size());

@@ -46,6 +46,11 @@ std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m) {
         if (it != v.categories.end()) k.guard_violations += it->second;
       }
     }
+    for (const golden::LevelIVerdict& v : s.invariance) {
+      KernelTotals& k = t[v.kernel];
+      ++k.i_cases;
+      ++(v.pass ? k.i_passed : k.i_failed);
+    }
   }
   return t;
 }
@@ -59,15 +64,18 @@ std::string reason(const ConformResult& r, int* code) {
       *code = kExitGpuFault;
       return "case " + m.fault + " faulted the GPU (module " + m.file.path + ")";
     }
-  uint64_t failed = 0, kernels_failing = 0;
+  uint64_t failed = 0, i_failed = 0, kernels_failing = 0;
   for (const auto& m : r.modules)
     for (const auto& [k, t] : kernel_totals(m)) {
       failed += t.failed;
-      kernels_failing += t.failed > 0;
+      i_failed += t.i_failed;
+      kernels_failing += t.failed + t.i_failed > 0;
     }
-  if (failed) {
+  if (failed + i_failed) {
     *code = kExitMismatch;
-    return std::to_string(failed) + " case(s) failed in " + std::to_string(kernels_failing) + " kernel(s)";
+    return std::to_string(failed) + " case(s) failed" +
+           (i_failed ? " and " + std::to_string(i_failed) + " failed level I" : "") + " in " +
+           std::to_string(kernels_failing) + " kernel(s)";
   }
   *code = kExitBadInput;
   size_t checked = 0;
@@ -104,9 +112,10 @@ std::string verdict_line(const ConformResult& r) {
     bool level_t = false;
     for (const auto& m : r.modules)
       for (const auto& [k, t] : kernel_totals(m)) level_t = level_t || t.level == 'T';
-    return level_t ? "PASS (exit 0): every kernel passed every case; some decoders only at level T "
-                     "(tolerance), not bit for bit"
-                   : "PASS (exit 0): every kernel found passed every case, bit for bit";
+    const std::string inv = r.invariance ? " and level I (invariance)" : "";
+    return level_t ? "PASS (exit 0): every kernel passed every case" + inv +
+                         "; some decoders only at level T (tolerance), not bit for bit"
+                   : "PASS (exit 0): every kernel found passed every case, bit for bit" + inv;
   }
   return "FAIL (exit " + std::to_string(code) + "): " + why;
 }

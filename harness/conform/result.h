@@ -10,6 +10,7 @@
 
 #include "conform/module_file.h"
 #include "judge/compare.h"
+#include "judge/level_i.h"
 #include "judge/level_t.h"
 
 namespace tqref::conform {
@@ -20,6 +21,7 @@ struct SuiteRun {
   std::string file;   // the golden file read
   std::vector<golden::CaseVerdict> verdicts;     // every case judged (exact or level T)
   std::vector<golden::LevelTVerdict> tolerance;  // level T details, one per level-T verdict
+  std::vector<golden::LevelIVerdict> invariance; // level I, one per case judged (when run)
   std::map<std::string, uint64_t> skipped;       // reason -> cases not launched for it
   std::map<std::string, uint64_t> skipped_per_kernel;  // kernel -> cases not launched
   std::map<std::string, std::string> reproducers;  // failing case -> reproducer file
@@ -35,7 +37,9 @@ struct ModuleResult {
   std::string load_explanation; // "built for sm_121 (...), this GPU is sm_90", when known
   std::set<std::string> found;  // contract kernels cuModuleGetFunction found
   uint32_t hdim = 0;            // decoders' HDIM (0: the module has no decoder)
-  bool hdim_exact = true;       // false: decoders judged at level T (probe not exact)
+  bool hdim_exact = true;       // HDIM decided (stated, or by the probe's writes or values);
+                                // false: decoders judged at level T
+  std::string hdim_evidence;    // "stated", "writes", "values" or "none" (hdim_probe.h)
   std::string hdim_why;         // "--hdim", or the probe's sentence (hdim_probe.h)
   char decoder_level = 'D';     // 'D' or 'T'
   std::string decoder_level_why;
@@ -51,6 +55,7 @@ struct ConformResult {
   std::string ex2_profile_id, ex2_profile_path, ex2_note;  // id "" = no profile: decoders at T
   float threshold = 0;
   golden::LevelTOptions topt;  // level T options the run used
+  bool invariance = true;      // level I was run on every case (--no-invariance: not)
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;
@@ -64,6 +69,7 @@ struct KernelTotals {
   char level = 'W';
   uint64_t cases = 0, passed = 0, failed = 0, skipped = 0;
   uint64_t guard_violations = 0;  // elements in "guard" and "input-modified" categories
+  uint64_t i_cases = 0, i_passed = 0, i_failed = 0;  // level I (invariance) of the same cases
 };
 std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m);
 
@@ -72,7 +78,7 @@ bool may_hold_contract_kernels(const ModuleInspection& i);
 
 // Exit code of the run (harness/io/exit_code.h, docs/cli.md), first match wins:
 //   6 kExitGpuFault   a launch faulted the GPU
-//   1 kExitMismatch   a case failed (any level)
+//   1 kExitMismatch   a case failed (any level, level I included)
 //   3 kExitBadInput   a module that may hold contract kernels could not be loaded, a kernel found
 //                     was given no case (nothing to claim), or no module holds any of the six
 //                     (modules without contract kernels, e.g. the engine's other kernels in the

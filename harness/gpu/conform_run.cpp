@@ -46,7 +46,9 @@ ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const 
       }
       continue;
     }
-    // The probe's bytes do not depend on the EX2 unit (hdim_probe.h): compared as they are.
+    // What it wrote decides the HDIM (hdim_probe.h); the values, which do not depend on the EX2
+    // unit, are compared as they are.
+    p.writes.push_back(hdim_from_writes(observe_probe_writes(c, r)));
     const golden::CaseVerdict v = golden::compare_case(c, r);
     if (v.pass) ++p.exact;
     p.bytes_differing += v.bytes_differing;
@@ -61,6 +63,7 @@ void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
   m.hdim = hdim_for(o.hdims, m.file);
   if (m.hdim) {
     m.hdim_exact = true;
+    m.hdim_evidence = "stated";
     m.hdim_why = "stated with --hdim";
   } else {
     // Probe expectations with the GPU's own profile when there is one; otherwise with the
@@ -77,7 +80,8 @@ void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
     if (!m.fault.empty()) return;
     const HdimChoice c = choose_hdim(a, b);
     m.hdim = c.hdim;
-    m.hdim_exact = c.exact;
+    m.hdim_exact = c.decided;
+    m.hdim_evidence = c.evidence;
     m.hdim_why = c.why;
   }
   if (!o.device_ex2) {
@@ -85,7 +89,7 @@ void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
     m.decoder_level_why = "no EX2 profile for this GPU (tqref conform --calibrate measures one)";
   } else if (!m.hdim_exact) {
     m.decoder_level = 'T';
-    m.decoder_level_why = "the HDIM probe was not exact";
+    m.decoder_level_why = "the HDIM probe decided nothing (neither the writes nor the values)";
   } else {
     m.decoder_level = 'D';
     m.decoder_level_why = "EX2 profile " + o.device_ex2->id() + " of this GPU";
@@ -122,15 +126,24 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
         continue;
       }
       golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt);
-      if (!j.verdict.pass) {
-        std::fputs(j.tolerance ? golden::level_t_text(*j.tolerance).c_str()
+      bool failed = !j.verdict.pass;
+      if (failed)
+        std::fputs(j.tolerance ? (golden::level_t_text(*j.tolerance) + golden::explanation_text(j.verdict.explanation)).c_str()
                                : golden::report_text(j.verdict, o.show).c_str(), stdout);
+      su.verdicts.push_back(std::move(j.verdict));
+      if (j.tolerance) su.tolerance.push_back(std::move(*j.tolerance));
+      if (o.invariance && backend.fault_case().empty()) {
+        su.invariance.push_back(golden::judge_level_i(c, backend, o.iopt));
+        if (!su.invariance.back().pass) {
+          std::fputs(golden::level_i_text(su.invariance.back()).c_str(), stdout);
+          failed = true;
+        }
+      }
+      if (failed) {
         const std::string dir = o.out_dir + "/reproducers/" + m.tag + "/" + dir_name(sf.name);
         fs::create_directories(dir);
         su.reproducers[name] = golden::write_reproducer(dir, sf.path, prov, golden::read_case(cases, name, true));
       }
-      su.verdicts.push_back(std::move(j.verdict));
-      if (j.tolerance) su.tolerance.push_back(std::move(*j.tolerance));
       if (!backend.fault_case().empty()) {
         m.fault = sf.name + "/" + backend.fault_case();
         break;
@@ -142,13 +155,14 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
   } catch (const std::exception& e) {  // h5::Error, BadCase: the golden file, not the module
     m.error = "suite " + sf.name + " (" + sf.path + "): " + e.what();
   }
-  size_t failed = 0;
+  size_t failed = 0, i_failed = 0;
   for (const auto& v : su.verdicts) failed += !v.pass;
+  for (const auto& v : su.invariance) i_failed += !v.pass;
   uint64_t skipped = 0;
   for (const auto& [k, n] : su.skipped) skipped += n;
-  std::printf("  %s: %zu cases, %zu passed, %zu failed, %llu skipped (%.1f s)\n", sf.name.c_str(),
-              su.verdicts.size(), su.verdicts.size() - failed, failed,
-              static_cast<unsigned long long>(skipped),
+  std::printf("  %s: %zu cases, %zu passed, %zu failed, %llu skipped; level I: %zu of %zu invariant (%.1f s)\n",
+              sf.name.c_str(), su.verdicts.size(), su.verdicts.size() - failed, failed,
+              static_cast<unsigned long long>(skipped), su.invariance.size() - i_failed, su.invariance.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   m.suites.push_back(std::move(su));
 }

@@ -1,8 +1,9 @@
 // The GPU half of `tqref conform` (CUDA builds only): one module at a time, loaded on the device,
 // its contract kernels looked up by name, its decoders' HDIM established (--hdim or the probe of
-// hdim_probe.h), then every case of every suite whose kernel it holds launched through the golden
-// GPU backend (harness/gpu/gpu_backend.h) and judged by golden::run_and_judge, the same machinery
-// as `tqref check --backend gpu --module`. Each module runs in its own retained primary context,
+// hdim_probe.h, from what the decoders write), then every case of every suite whose kernel it
+// holds launched through the golden GPU backend (harness/gpu/gpu_backend.h), judged by
+// golden::run_and_judge (with the failure anatomy) and, unless switched off, at level I
+// (golden::judge_level_i), the same machinery as `tqref check --backend gpu --module`. Each module runs in its own retained primary context,
 // released before the next module, so a fault in one module does not poison the next.
 #pragma once
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "conform/result.h"
 #include "conform/suite_files.h"
+#include "judge/level_i.h"
 #include "judge/level_t.h"
 #include "tqref/ex2.h"
 
@@ -24,6 +26,8 @@ struct GpuRunOptions {
   std::string out_dir;                    // reproducers go to <out>/reproducers/<tag>/<suite>/
   size_t show = 4;                        // mismatch lines printed per failing case
   golden::LevelTOptions topt;
+  bool invariance = true;                 // level I on every case judged (level_i.h)
+  golden::LevelIOptions iopt;
   const Ex2Profile* device_ex2 = nullptr; // this GPU's profile; null: decoders at level T
 };
 
