@@ -109,16 +109,16 @@ std::vector<DecodeHypothesis> decode_hypotheses() {
     return [ratio](uint32_t h) { return h / ratio; };
   };
   return {
+      {"thresh-ge", "V is used when the factor is >= THRESH instead of > (mutant 5)",
+       [](const GoldenCase& c, const Ex2Profile& e) { return decode_output_thresh_ge(c, e); }},
+      {"expf-no-split", "EXPF without the split below -126: tiny factors flush to 0 (mutant 14)",
+       [](const GoldenCase& c, const Ex2Profile& e) { return decode_output_expf_no_split(c, e); }},
       {"skip-disabled", "the sparse-V skip is off: V of every position is read (mutant 15)",
        [](const GoldenCase& c, const Ex2Profile& e) {
          DecodeInputs in = inputs_of(c);
          in.p.threshold = -1.0f;
          return run_model(c, in, e);
        }},
-      {"thresh-ge", "V is used when the factor is >= THRESH instead of > (mutant 5)",
-       [](const GoldenCase& c, const Ex2Profile& e) { return decode_output_thresh_ge(c, e); }},
-      {"expf-no-split", "EXPF without the split below -126: tiny factors flush to 0 (mutant 14)",
-       [](const GoldenCase& c, const Ex2Profile& e) { return decode_output_expf_no_split(c, e); }},
       {"neighbour-scale", "dequant uses the scale byte of the neighbouring group g^1 (mutant 6)",
        [](const GoldenCase& c, const Ex2Profile& e) {
          DecodeInputs in = inputs_of(c);
@@ -397,14 +397,19 @@ HypothesisReport writer_report(const GoldenCase& c, const CaseResult& r) {
 HypothesisReport test_hypotheses(const GoldenCase& c, const CaseResult& r, const ExplainOptions& o) {
   HypothesisReport rep = c.kind == CaseKind::decode ? decode_report(c, r, o) : writer_report(c, r);
   uint64_t best = rep.spec_differing;
+  std::vector<const HypothesisResult*> hits;
   for (const HypothesisResult& h : rep.results) {
     if (!h.tested || h.effect == 0) continue;
-    if (h.differing == 0) rep.reproduced.push_back(h.id);
+    if (h.differing == 0) hits.push_back(&h);
     if (h.differing < best) {
       best = h.differing;
       rep.closest = h.id;
     }
   }
+  // The narrowest change that reproduces the kernel first (poisoned V makes a kernel that reads
+  // one skipped position and one that reads them all equally NaN); then list order.
+  std::stable_sort(hits.begin(), hits.end(), [](auto* a, auto* b) { return a->effect < b->effect; });
+  for (const HypothesisResult* h : hits) rep.reproduced.push_back(h->id);
   return rep;
 }
 

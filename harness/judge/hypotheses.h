@@ -1,7 +1,7 @@
 // The fixed list of concrete hypotheses of the failure anatomy (anatomy.h): each is the model
 // (or the expectation) with one change a real kernel bug would make, and is scored by how many
 // output elements (decoder) or pool bytes (writer) differ from what the kernel produced.
-//   decoder: skip-disabled (mutant 15), thresh-ge (5), expf-no-split (14), neighbour-scale (6),
+//   decoder: thresh-ge (5), expf-no-split (14), skip-disabled (15), neighbour-scale (6),
 //            neighbour-group-v (dims of group g^1), neighbour-lane-v (dims of lane l^1),
 //            k-other-head, v-other-head, gqa-modulo (kv head qh % H), window-plus1 (12),
 //            window-minus1, tight-block-stride (8), tight-data-section (7), q-tight-stride,
@@ -33,7 +33,8 @@ struct HypothesisReport {
   uint64_t compared = 0, spec_differing = 0;
   std::string scope;                    // "" = the whole case; else which sequences were used
   std::vector<HypothesisResult> results;
-  std::vector<std::string> reproduced;  // ids with differing == 0 and effect > 0, in list order
+  std::vector<std::string> reproduced;  // ids with differing == 0 and effect > 0, the smallest
+                                        // effect (the narrowest change) first, then list order
   std::string closest;                  // fewest differing (effect > 0), when below spec_differing
 };
 

@@ -226,6 +226,7 @@ InvarianceCheck baseline_check(const GoldenCase& c, const Run& b) {
     for (uint32_t s = 0; s < c.d.p.num_seqs; ++s) self.seq_of.push_back(c.d.seq_lens[s] <= 0 ? int32_t(s) : -1);
     compare_decode(c, b, self, b, chk);
   }
+  chk.compared += 2 * kGuardBytes * b.r.buffers.size();
   if (const uint64_t g = guard_damage(b.r)) {
     chk.differing += g;
     chk.detail += (chk.detail.empty() ? "" : "; ") + std::to_string(g) + " guard bytes changed";
