@@ -10,7 +10,7 @@
 #include <map>
 #include <optional>
 
-#include "golden_test_util.h"
+#include "golden_file_cases.h"
 #include "io/case_io.h"
 #include "judge/anatomy.h"
 #include "judge/ex2_for_file.h"
@@ -28,24 +28,10 @@ using namespace tqref::golden;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 
-struct Cases {
-  std::optional<Ex2Profile> ex2;
-  std::vector<GoldenCase> cases;
-  explicit Cases(const std::string& file) {
-    h5::Node root = h5::Node::open_file(file);
-    ex2 = ex2_for_file(read_provenance(root), file);
-    h5::Node c = root.group("cases");
-    for (const auto& n : c.children()) cases.push_back(read_case(c, n, false));
-  }
-};
-const Cases& smoke() {
-  static const Cases s(kCommittedSmoke);
-  return s;
-}
 
 // The cases of `cs` that fail exactly under fault f, each judged and explained as `tqref check`
 // does it; the diagnoses found.
-std::map<std::string, size_t> diagnoses(const Cases& cs, Fault f, size_t* failing) {
+std::map<std::string, size_t> diagnoses(const GoldenFileCases& cs, Fault f, size_t* failing) {
   auto backend = make_fault_backend(make_model_backend(&*cs.ex2), f, &*cs.ex2);
   std::map<std::string, size_t> seen;
   *failing = 0;
@@ -85,7 +71,7 @@ BOOST_AUTO_TEST_CASE(every_fault_is_explained_and_named) {
   const fs::path d = scratch("anatomy_thr");
   const std::string cfg = std::string(TQREF_SOURCE_DIR) + "/data/golden/configs/thresh-pow2m10.yaml";
   BOOST_REQUIRE_EQUAL(run_cli("generate --config " + cfg + " --threads 2 --out " + (d / "t.h5").string(), d), 0);
-  const Cases thr((d / "t.h5").string());
+  const GoldenFileCases thr((d / "t.h5").string());
   for (const auto& [f, diag] : want) {
     size_t failing = 0;
     const std::map<std::string, size_t> seen = diagnoses(f == Fault::thresh_ge ? thr : smoke(), f, &failing);

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "cases/mutant_models.h"
-#include "golden_test_util.h"
+#include "golden_file_cases.h"
 #include "io/case_io.h"
 #include "judge/compare.h"
 #include "judge/ex2_for_file.h"
@@ -21,23 +21,6 @@ using namespace tqref;
 using namespace tqref::golden;
 using namespace tqref::test;
 namespace fs = std::filesystem;
-
-struct Smoke {
-  Provenance prov;
-  std::optional<Ex2Profile> ex2;
-  std::vector<GoldenCase> cases;
-  Smoke() {
-    h5::Node root = h5::Node::open_file(kCommittedSmoke);
-    prov = read_provenance(root);
-    ex2 = ex2_for_file(prov, kCommittedSmoke);
-    h5::Node c = root.group("cases");
-    for (const auto& n : c.children()) cases.push_back(read_case(c, n, false));
-  }
-};
-const Smoke& smoke() {
-  static const Smoke s;
-  return s;
-}
 
 // Would catch: the model backend or the reader drifting from the stored expectations (any byte).
 BOOST_AUTO_TEST_CASE(model_backend_passes_committed_smoke) {
@@ -56,7 +39,7 @@ BOOST_AUTO_TEST_CASE(model_backend_passes_committed_smoke) {
 // for every fault the GPU issue requires (SPEC section 6: other slots, guard bands, skipped V).
 // Cases where a fault has nothing to damage (no L == 0 sequence, no skipped position) must pass.
 BOOST_AUTO_TEST_CASE(each_injected_fault_is_detected_and_classified) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   for (int fi = 1; fi < kNumFaults; ++fi) {
     const Fault f = Fault(fi);
     // mutant mirrors: crafted data only (tests below); the level I faults are run here too:
@@ -87,7 +70,7 @@ BOOST_AUTO_TEST_CASE(each_injected_fault_is_detected_and_classified) {
 // Would catch: an unwritten-row or guard fault hitting writer and decode cases alike going
 // unnoticed (every writer case has a written row and guard bands; every decode case too).
 BOOST_AUTO_TEST_CASE(faults_that_apply_everywhere_fail_every_case) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   for (Fault f : {Fault::guard, Fault::unwritten_row}) {
     auto backend = make_fault_backend(make_model_backend(&*s.ex2), f, &*s.ex2);
     for (const GoldenCase& c : s.cases) BOOST_TEST(!compare_case(c, backend->run(c)).pass, c.name);
@@ -97,7 +80,7 @@ BOOST_AUTO_TEST_CASE(faults_that_apply_everywhere_fail_every_case) {
 // Would catch: wrong offset decoding (block/slot/head/dim swapped, V sections mixed up), which
 // would send a kernel developer to the wrong place.
 BOOST_AUTO_TEST_CASE(mismatch_offsets_decode_to_places) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   const GoldenCase* w = nullptr;
   for (const auto& c : s.cases)  // a writer case with a padded V block
     if (!w && c.kind == CaseKind::writer && c.w.p.block_size == 16 &&
@@ -177,7 +160,7 @@ size_t failing_cases(const std::vector<GoldenCase>& cases, Fault f, const Ex2Pro
 // midpoint, about 1 group in 10^6 of random data, so only the fma_sensitive cases catch it; each
 // of them (one per format) must fail with wrong scale bytes, every other writer case passes.
 BOOST_AUTO_TEST_CASE(smoke_catches_the_fma_contracted_writer) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   std::vector<GoldenCase> crafted, other;
   for (const GoldenCase& c : s.cases)
     (c.distribution == "fma_sensitive" ? crafted : other).push_back(c);
@@ -190,7 +173,7 @@ BOOST_AUTO_TEST_CASE(smoke_catches_the_fma_contracted_writer) {
 // y = -126): the tiny_rescale cases (HDIM 128 and 256) must fail, and in each of them every
 // sequence, i.e. each of the in-warp (eo), merge-a and merge-c paths, must change output rows.
 BOOST_AUTO_TEST_CASE(smoke_catches_expf_without_split) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   std::vector<GoldenCase> crafted;
   std::set<uint32_t> hdims;
   for (const GoldenCase& c : s.cases)

@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 
-#include "golden_test_util.h"
+#include "golden_file_cases.h"
 #include "io/case_io.h"
 #include "judge/ex2_for_file.h"
 #include "judge/faults.h"
@@ -23,27 +23,13 @@ using namespace tqref::golden;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 
-struct Smoke {
-  std::optional<Ex2Profile> ex2;
-  std::vector<GoldenCase> cases;
-  Smoke() {
-    h5::Node root = h5::Node::open_file(kCommittedSmoke);
-    ex2 = ex2_for_file(read_provenance(root), kCommittedSmoke);
-    h5::Node c = root.group("cases");
-    for (const auto& n : c.children()) cases.push_back(read_case(c, n, false));
-  }
-};
-const Smoke& smoke() {
-  static const Smoke s;
-  return s;
-}
 
 // Would catch: a variant that changes what the kernel must compute (a block table remapped
 // wrong, a stride padded without moving the data, a batch composed with the wrong rows, a token
 // reordered without its slot), which the model would then "fail"; and a property that no smoke
 // case exercises, which would leave its kernel bugs unseen.
 BOOST_AUTO_TEST_CASE(model_is_invariant_on_smoke) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   auto model = make_model_backend(&*s.ex2);
   std::map<std::string, std::set<std::string>> seen;  // kind -> properties checked
   for (const GoldenCase& c : s.cases) {
@@ -66,7 +52,7 @@ BOOST_AUTO_TEST_CASE(model_is_invariant_on_smoke) {
 // property (the report would send a developer to the wrong code). Each fault must fail some
 // smoke case of its kind, and every failing case must name the fault's property first.
 BOOST_AUTO_TEST_CASE(each_invariance_fault_breaks_its_property) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   const std::map<Fault, std::pair<CaseKind, std::string>> want = {
       {Fault::dense_large_batch, {CaseKind::decode, "placement"}},
       {Fault::block_parity_lsb, {CaseKind::decode, "blocks"}},
@@ -95,7 +81,7 @@ BOOST_AUTO_TEST_CASE(each_invariance_fault_breaks_its_property) {
 // Would catch: the large batch dropping under the dense-path trigger of mutant 18 (more than 16
 // sequences), or sequences of the large batch that are not compared with their baseline rows.
 BOOST_AUTO_TEST_CASE(large_batch_holds_every_sequence_at_several_places) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   for (const GoldenCase& c : s.cases) {
     if (c.kind != CaseKind::decode) continue;
     for (const VariantBuilder& b : variant_builders(c, LevelIOptions{})) {
@@ -112,7 +98,7 @@ BOOST_AUTO_TEST_CASE(large_batch_holds_every_sequence_at_several_places) {
 // Would catch: a repack that misplaces the code or scale section (the padded-block variants
 // would then compare the wrong bytes, or hide a kernel's write into the padding).
 BOOST_AUTO_TEST_CASE(v_pool_repack_is_lossless) {
-  const Smoke& s = smoke();
+  const GoldenFileCases& s = smoke();
   for (const GoldenCase& c : s.cases) {
     if (c.kind != CaseKind::writer) continue;
     const CacheGeometry g = pool_geometry(c.w);

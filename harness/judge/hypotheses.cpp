@@ -289,6 +289,13 @@ Pools run_writer(const GoldenCase& c, const WriterParams& p) {
   return run_writer(c, p, c.w.slot_mapping, c.w.key, c.w.value);
 }
 
+// The expected pools with a mutant model (cases/mutant_models.h) applied to the V pool.
+Pools on_expected(const GoldenCase& c, uint64_t (*mutant)(const GoldenCase&, std::span<uint8_t>)) {
+  Pools p{c.w.k_expected, c.w.v_expected};
+  mutant(c, p.v);
+  return p;
+}
+
 // Token rows read with the tight stride n instead of `stride` (key or value).
 std::vector<uint16_t> tight_rows(const std::vector<uint16_t>& rows, uint32_t stride, uint32_t n) {
   if (stride == n) throw NotApplicable("the stride is tight");
@@ -314,17 +321,9 @@ std::vector<WriterHypothesis> writer_hypotheses() {
          return run_writer(c, c.w.p, s, c.w.key, c.w.value);
        }},
       {"bound-strict", "code index counts BD[j] < y instead of <= (mutant 2)",
-       [](const GoldenCase& c) {
-         Pools p{c.w.k_expected, c.w.v_expected};
-         writer_bound_strict(c, p.v);
-         return p;
-       }},
+       [](const GoldenCase& c) { return on_expected(c, writer_bound_strict); }},
       {"scale-fp8-rz", "fp8 scale rounded toward zero (mutant 9)",
-       [](const GoldenCase& c) {
-         Pools p{c.w.k_expected, c.w.v_expected};
-         writer_scale_rz_scales(c, p.v);
-         return p;
-       }},
+       [](const GoldenCase& c) { return on_expected(c, writer_scale_rz_scales); }},
       {"pad-slot0", "slot -1 tokens written to slot 0 (mutant 11; the last one wins)",
        [](const GoldenCase& c) {
          std::vector<int64_t> s(c.w.slot_mapping);
@@ -342,11 +341,7 @@ std::vector<WriterHypothesis> writer_hypotheses() {
          return run_writer(c, c.w.p, s, c.w.key, c.w.value);
        }},
       {"writer-fma", "nsq and rsq contracted into fused multiply-adds (mutant 13)",
-       [](const GoldenCase& c) {
-         Pools p{c.w.k_expected, c.w.v_expected};
-         writer_fma_contract_scales(c, p.v);
-         return p;
-       }},
+       [](const GoldenCase& c) { return on_expected(c, writer_fma_contract_scales); }},
       {"writer-tight-data-section", "the V scale section assumed at B*n*b/8 (mutant 17)",
        [](const GoldenCase& c) {
          WriterParams p = c.w.p;

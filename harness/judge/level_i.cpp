@@ -39,6 +39,15 @@ uint64_t guard_damage(const CaseResult& r) {
   return n;
 }
 
+// Counts the guard bytes of run r as compared, and any changed one as a difference.
+void check_guards(const CaseResult& r, InvarianceCheck& chk) {
+  chk.compared += 2 * kGuardBytes * r.buffers.size();
+  if (const uint64_t g = guard_damage(r)) {
+    chk.differing += g;
+    chk.detail += (chk.detail.empty() ? "" : "; ") + std::to_string(g) + " guard bytes changed";
+  }
+}
+
 uint16_t elem16(const GuardedBuffer& b, uint64_t i) {
   uint16_t v;
   std::memcpy(&v, b.data() + 2 * i, 2);
@@ -207,10 +216,7 @@ InvarianceCheck run_variant(const GoldenCase& base, const Run& b, Backend& be, c
   }
   if (base.kind == CaseKind::decode) compare_decode(base, b, v, r, chk);
   else compare_writer(base, b, v, r, chk);
-  if (const uint64_t g = guard_damage(r.r)) {
-    chk.differing += g;
-    chk.detail += (chk.detail.empty() ? "" : "; ") + std::to_string(g) + " guard bytes changed";
-  }
+  check_guards(r.r, chk);
   chk.pass = chk.differing == 0 && chk.detail.empty();
   return chk;
 }
@@ -226,11 +232,7 @@ InvarianceCheck baseline_check(const GoldenCase& c, const Run& b) {
     for (uint32_t s = 0; s < c.d.p.num_seqs; ++s) self.seq_of.push_back(c.d.seq_lens[s] <= 0 ? int32_t(s) : -1);
     compare_decode(c, b, self, b, chk);
   }
-  chk.compared += 2 * kGuardBytes * b.r.buffers.size();
-  if (const uint64_t g = guard_damage(b.r)) {
-    chk.differing += g;
-    chk.detail += (chk.detail.empty() ? "" : "; ") + std::to_string(g) + " guard bytes changed";
-  }
+  check_guards(b.r, chk);
   chk.pass = chk.differing == 0;
   return chk;
 }

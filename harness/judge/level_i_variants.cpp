@@ -66,29 +66,35 @@ GoldenCase move_blocks(const GoldenCase& c, const std::vector<uint32_t>& to, uin
   return v;
 }
 
+// `rows` rows of `old` elements each, re-laid at a stride of `old + pad` (padding poisoned).
+std::vector<uint16_t> restride(const std::vector<uint16_t>& v, uint64_t rows, uint32_t old, uint32_t pad) {
+  std::vector<uint16_t> out(rows * (old + pad), kVariantRowPoison);
+  for (uint64_t r = 0; r < rows; ++r) std::copy_n(v.data() + r * old, old, out.data() + r * (old + pad));
+  return out;
+}
+
 GoldenCase pad_q(const GoldenCase& c) {
   GoldenCase v = renamed(c, "q_stride +" + std::to_string(kQPad));
-  const uint32_t old = c.d.p.q_stride, now = old + kQPad;
-  v.d.p.q_stride = now;
-  v.d.q.assign(uint64_t(now) * c.d.p.num_seqs, kVariantRowPoison);
-  for (uint32_t s = 0; s < c.d.p.num_seqs; ++s)
-    std::copy_n(c.d.q.data() + uint64_t(s) * old, old, v.d.q.data() + uint64_t(s) * now);
+  v.d.q = restride(c.d.q, c.d.p.num_seqs, c.d.p.q_stride, kQPad);
+  v.d.p.q_stride += kQPad;
   return v;
 }
 
-CacheGeometry padded(CacheGeometry g) {
-  g.v_data_section_bytes += kVDataPad;
-  g.v_block_stride_bytes += kVDataPad + kVBlockPad;
-  return g;
+// The V pool `init` (geometry `from`) with its data section and block stride padded: the
+// parameters `p` (WriterParams or DecodeParams) are updated, the new pool returned.
+template <class Params>
+std::vector<uint8_t> pad_v(const std::vector<uint8_t>& init, const CacheGeometry& from, uint32_t bits, Params& p) {
+  CacheGeometry to = from;
+  to.v_data_section_bytes += kVDataPad;
+  to.v_block_stride_bytes += kVDataPad + kVBlockPad;
+  p.v_data_section_bytes = to.v_data_section_bytes;
+  p.v_block_stride_bytes = to.v_block_stride_bytes;
+  return repack_v_pool(init, from, to, bits, std::vector<uint8_t>(to.v_pool_bytes(), kVariantPoolPoison));
 }
 
 GoldenCase pad_v_decode(const GoldenCase& c) {
   GoldenCase v = renamed(c, "V blocks padded");
-  const CacheGeometry from = pool_geometry(c.d), to = padded(from);
-  v.d.p.v_data_section_bytes = to.v_data_section_bytes;
-  v.d.p.v_block_stride_bytes = to.v_block_stride_bytes;
-  const std::vector<uint8_t> bg(to.v_pool_bytes(), kVariantPoolPoison);
-  v.d.v_init = repack_v_pool(c.d.v_init, from, to, traits(c.format).bits, bg);
+  v.d.v_init = pad_v(c.d.v_init, pool_geometry(c.d), traits(c.format).bits, v.d.p);
   return v;
 }
 
@@ -218,25 +224,16 @@ GoldenCase take_tokens(const GoldenCase& c, const std::vector<int64_t>& src, con
 GoldenCase pad_token_strides(const GoldenCase& c) {
   GoldenCase v = renamed(c, "key/value strides padded");
   const WriterCase& w = c.w;
-  const uint32_t ks = w.p.key_stride + kKeyPad, vs = w.p.value_stride + kValuePad;
-  v.w.p.key_stride = ks;
-  v.w.p.value_stride = vs;
-  v.w.key.assign(uint64_t(w.num_tokens) * ks, kVariantRowPoison);
-  v.w.value.assign(uint64_t(w.num_tokens) * vs, kVariantRowPoison);
-  for (uint64_t t = 0; t < w.num_tokens; ++t) {
-    std::copy_n(w.key.data() + t * w.p.key_stride, w.p.key_stride, v.w.key.data() + t * ks);
-    std::copy_n(w.value.data() + t * w.p.value_stride, w.p.value_stride, v.w.value.data() + t * vs);
-  }
+  v.w.key = restride(w.key, w.num_tokens, w.p.key_stride, kKeyPad);
+  v.w.value = restride(w.value, w.num_tokens, w.p.value_stride, kValuePad);
+  v.w.p.key_stride += kKeyPad;
+  v.w.p.value_stride += kValuePad;
   return v;
 }
 
 GoldenCase pad_v_writer(const GoldenCase& c) {
   GoldenCase v = renamed(c, "V blocks padded");
-  const CacheGeometry from = pool_geometry(c.w), to = padded(from);
-  v.w.p.v_data_section_bytes = to.v_data_section_bytes;
-  v.w.p.v_block_stride_bytes = to.v_block_stride_bytes;
-  const std::vector<uint8_t> bg(to.v_pool_bytes(), kVariantPoolPoison);
-  v.w.v_init = repack_v_pool(c.w.v_init, from, to, traits(c.format).bits, bg);
+  v.w.v_init = pad_v(c.w.v_init, pool_geometry(c.w), traits(c.format).bits, v.w.p);
   v.w.v_expected = v.w.v_init;
   return v;
 }
