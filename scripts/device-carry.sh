@@ -10,9 +10,10 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/modules"
 cp "$build/harness/cli/tqref" "$out/bin/"
 if [ -d "$build/kernels/modules" ]; then cp -r "$build/kernels/modules/." "$out/modules/"; fi
-if [ -d "$build/kernels/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$build/kernels/mutants/." "$out/mutants/"; fi
-# Faulty decoders for scripts/device-faults.sh (target tqref_faulty_modules): kept out of modules/.
-if [ -d "$build/kernels/faulty" ]; then mkdir -p "$out/faulty" && cp -r "$build/kernels/faulty/." "$out/faulty/"; fi
+testing=$build/kernels/testing   # targets tqref_mutant_modules and tqref_faulty_modules
+if [ -d "$testing/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$testing/mutants/." "$out/mutants/"; fi
+# Faulty decoders for scripts/device-faults.sh: kept out of modules/ (tqref conform scans it).
+if [ -d "$testing/faulty" ]; then mkdir -p "$out/faulty" && cp -r "$testing/faulty/." "$out/faulty/"; fi
 # Everything ldd resolves except the C runtime, which the target system provides.
 ldd "$out/bin/tqref" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |

@@ -1,4 +1,4 @@
-// Host simulation of the GQA decode kernels (kernels/gb10/fast/fast_decode_core.h): the very
+// Host simulation of the GQA decode kernels (kernels/fast/fast_decode_core.h): the very
 // source the GPU runs, executed by 256 host threads per CTA (one per GPU thread) with barriers
 // standing in for __syncwarp/__syncthreads and an exchange array for the shuffles, EXPF from
 // the measured sm_90 EX2 profile. Every output row is compared bit for bit with the CPU model
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "../kernels/gb10/fast/fast_decode_core.h"
+#include "../kernels/fast/fast_decode_core.h"
 #include "decode_case.h"
 #include "io/ex2_profile_io.h"
 #include "tqref/numeric.h"

@@ -210,7 +210,7 @@ int run_on_gpu(const Options& o) {
   Ex2Provenance prov{dev.name, driver.empty() ? "unknown" : driver, d->api_version_string(),
                      today_utc(),
                      std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
-                         "), probe tqref_ex2_probe (kernels/probe/ex2_probe.cu)",
+                         "), probe tqref_ex2_probe (kernels/testing/probes/ex2_probe.cu)",
                      o.command_line};
   return write_profile(o, out, p, prov);
 }

@@ -1,7 +1,7 @@
 // The exhaustive EX2 measurement behind `tqref calibrate ex2` (CUDA builds only): runs the probe
-// kernel (kernels/probe/ex2_probe.cu, a lone MUFU.EX2) over every non-positive float, every NaN
-// and +0, takes the fraction table F from the inputs -k * 2^-23, then checks the model built from
-// F against every hardware result, class by class.
+// kernel (kernels/testing/probes/ex2_probe.cu, a lone MUFU.EX2) over every non-positive float,
+// every NaN and +0, takes the fraction table F from the inputs -k * 2^-23, then checks the model
+// built from F against every hardware result, class by class.
 #pragma once
 #include <cstdint>
 #include <functional>

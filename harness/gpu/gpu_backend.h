@@ -5,7 +5,7 @@
 // synchronised, and every byte including the guards comes back: outputs in CaseResult::buffers
 // (judged at level W/D/T by harness/judge), inputs in CaseResult::inputs (must be unchanged).
 //
-// Modules: the built-in fatbins (kernels/include/tqref/builtin_kernels.h; the decoder build is
+// Modules: the built-in fatbins (kernels/builtin: tqref/builtin_kernels.h; the decoder build is
 // picked by the case's HDIM) or one external module file (cubin, PTX or fatbin) whose HDIM and
 // THRESH the caller states. Cases the module cannot run (kernel missing, other HDIM or THRESH)
 // are reported by cannot_run(), not launched. Every CUDA call is checked; errors name the call

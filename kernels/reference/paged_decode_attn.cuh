@@ -9,8 +9,8 @@
 #pragma once
 #include <cstdint>
 
-#include "expf.cuh"
-#include "turbo_common.cuh"
+#include "../common/expf.cuh"
+#include "../common/turbo_common.cuh"
 
 // HDIM: the compile-time head dimension of this build (128 or 256). Addressing uses the runtime
 // head_dim; lanes always cover HDIM dims, so a launch with head_dim != HDIM reads and writes

@@ -8,7 +8,7 @@
 //      output byte (poisoned beforehand; L == 0 rows must keep the poison) must equal the model.
 // Usage: tqref_kernels_selftest [--module NAME=PATH ...] [--seed N]
 //   --module replaces a builtin module (writers, decode_hdim128, decode_hdim256, ex2_probe) by a
-//   fatbin/cubin/PTX file, e.g. a mutant from build/kernels/mutants/.
+//   fatbin/cubin/PTX file, e.g. a mutant from build/kernels/testing/mutants/.
 // Exit: 0 all equal, 1 a mismatch or kernel fault, 2 no GPU or bad arguments.
 #include <cuda.h>
 

@@ -8,8 +8,8 @@
 //   1 trap      every CTA executes `trap`: the launch fails with a sticky CUDA_ERROR_LAUNCH_FAILED
 //   2 runaway   every CTA spins on a volatile load of a global nothing ever writes: it never ends
 //   3 illegal   every CTA stores far outside every allocation: sticky CUDA_ERROR_ILLEGAL_ADDRESS
-#include "../gb10/common/paged_decode_attn_bf16k_turbo2v.cu"
-#include "../gb10/common/paged_decode_attn_bf16k_turbo4v.cu"
+#include "../../reference/paged_decode_attn_bf16k_turbo2v.cu"
+#include "../../reference/paged_decode_attn_bf16k_turbo4v.cu"
 
 #if !defined(TQREF_FAULT) || TQREF_FAULT < 1 || TQREF_FAULT > 3
 #error "TQREF_FAULT must be 1 (trap), 2 (runaway) or 3 (illegal address)"

@@ -4,7 +4,7 @@
 // operation order of SPEC section 4 steps 1-7 (the CPU model is model/quantize.cpp).
 // Arithmetic is written with explicit round-to-nearest intrinsics and the file is compiled with
 // --fmad=false, so every product and sum is rounded once, in the written order.
-#include "turbo_common.cuh"
+#include "../common/turbo_common.cuh"
 
 namespace tqref::gpu {
 
