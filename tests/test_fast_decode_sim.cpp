@@ -2,11 +2,12 @@
 // source the GPU runs, executed by 256 host threads per CTA (one per GPU thread) with barriers
 // standing in for __syncwarp/__syncthreads and an exchange array for the shuffles, EXPF from
 // the measured sm_90 EX2 profile. Every output row is compared bit for bit with the CPU model
-// (model/decode.cpp), which the seed kernels equal on the H200.
+// (model/decode.cpp), which the reference-order kernels equal on the H200.
 // Bugs this catches before any GPU run: a wrong tile/step split (batches crossing a block or a
-// tile, a batch taken where the seed takes singles), a wrong combination index after the
-// transposed butterfly, a head reading another head's score/factor, a skip decision shared
-// across heads, a missed rescale, a merge that mixes heads, wrong q/output addressing per head.
+// tile, a batch taken where the reference order takes singles), a wrong combination index
+// after the transposed butterfly, a head reading another head's score/factor, a skip decision
+// shared across heads, a missed rescale, a merge that mixes heads, wrong q/output addressing per
+// head.
 #define BOOST_TEST_MODULE fast_decode_sim
 #include <boost/test/unit_test.hpp>
 

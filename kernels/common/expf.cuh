@@ -5,7 +5,7 @@
 //   otherwise:         r = EX2(f32(y * 0.5)); f32(r * r)   (keeps results below 2^-126 that the
 //                                                            flush-to-zero unit would lose)
 // EX2 is the bare MUFU.EX2 unit, PTX ex2.approx.ftz.f32 (the instruction the calibration probe
-// kernels/probe/ex2_probe.cu measures; the CPU model is tqref::Ex2Profile).
+// kernels/testing/probes/ex2_probe.cu measures; the CPU model is tqref::Ex2Profile).
 #pragma once
 #include <cstdint>
 

@@ -1,10 +1,10 @@
 // Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/kernels.md,
 // "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in {1,2,4}, HT divides
 // the GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
-// exactly the seed kernel's arithmetic (SPEC section 5): its 8-warp partition, batches of 4
-// within a cache block then singles, the per-lane pairwise score and the 16,8,4,2,1 butterfly,
-// the per-head skip decision, the stride-4/2/1 merge. Only the order in which independent
-// values are computed and the way bytes are fetched differ:
+// exactly the reference-order kernel's arithmetic (SPEC section 5): its 8-warp partition,
+// batches of 4 within a cache block then singles, the per-lane pairwise score and the
+// 16,8,4,2,1 butterfly, the per-head skip decision, the stride-4/2/1 merge. Only the order in
+// which independent values are computed and the way bytes are fetched differ:
 //  - warp w walks its range segment by segment (the part of one cache block in its range), in
 //    tiles of up to kTile positions of one segment made of whole steps (a step = one batch of
 //    4 or one single), loading the tile's K rows once for all HT heads and prefetching the next
@@ -81,8 +81,9 @@ TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint3
 }
 
 // The warp's walk over its range, one segment at a time: a segment is the part of one cache
-// block inside the range (the seed kernel's block-by-block loop). Positions fit in uint32_t
-// (seq_lens are int32). Only table entries of blocks holding positions of the range are read.
+// block inside the range (the reference-order kernel's block-by-block loop). Positions fit in
+// uint32_t (seq_lens are int32). Only table entries of blocks holding positions of the range
+// are read.
 template <bool V> struct BoolC {
   static constexpr bool value = V;
 };
@@ -124,8 +125,8 @@ struct Pending {
   uint32_t vlo[kTile], vhi[kTile], vscale[kTile];  // load_v_raw() results, decoded in phase B
 };
 
-// The seed takes a batch at p iff 4 positions remain in the block and in the range
-// (`p + 4 <= blk_end`), else a single. With r positions left in the segment: r >= 8 gives two
+// The reference-order kernel takes a batch at p iff 4 positions remain in the block and in the
+// range (`p + 4 <= blk_end`), else a single. With r positions left in the segment: r >= 8 gives two
 // batches; 4 <= r < 8 a batch and r-4 singles; r < 4 r singles. Then moves past the tile,
 // entering the next segment when this one is done.
 template <class Ops> TQF_HD void next_tile(Walker& w, Tile& t, const int32_t* table, uint32_t B) {
@@ -158,7 +159,7 @@ template <class Ops> TQF_HD void next_tile(Walker& w, Tile& t, const int32_t* ta
 // its partner sends for the half it keeps: keep + partner's value of the same combination,
 // which is the butterfly's `part + part_of_lane(l xor off)`. After K steps one value is left
 // (combination lane >> (5 - K)); the remaining offsets are the plain butterfly. The result
-// equals the seed butterfly's value for that combination bit for bit.
+// equals the reference-order butterfly's value for that combination bit for bit.
 template <class Ops, uint32_t N, uint32_t kOff>
 TQF_HD void transposed_steps(float* v, uint32_t lane) {
   if constexpr (N > 1) {
@@ -181,9 +182,9 @@ TQF_UNROLL
 template <uint32_t N>
 inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99u;
 
-// Where this lane's V bytes lie for the positions of one tile (the seed kernel's dequant
-// addressing): the tile's block, the lane's byte offset and bit shift inside a code row, its
-// scale byte inside a scale row. When the pool, the block stride and the row length are all
+// Where this lane's V bytes lie for the positions of one tile (the reference-order kernel's
+// dequant addressing): the tile's block, the lane's byte offset and bit shift inside a code row,
+// its scale byte inside a scale row. When the pool, the block stride and the row length are all
 // multiples of 4 bytes, the codes come from one or two aligned 32-bit words of the row (a word
 // never leaves the row, whose length is a multiple of 4); otherwise byte by byte.
 template <Format F, uint32_t VEC> struct VPlace {
@@ -271,7 +272,7 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   sm.fp8[tid] = Ops::fp8(tid);  // 256 threads: every scale byte's value (exact)
   ops.sync_cta();
 
-  // The seed kernel's partition, identical for every head of the sequence.
+  // The reference-order kernel's partition, identical for every head of the sequence.
   const int64_t Ll = L;
   const int64_t start = (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
   const int64_t A = Ll - start;
@@ -350,7 +351,7 @@ TQF_UNROLL
         if (j < next_n) Ops::prefetch_l2(np + j * k_row_stride);
     }
 
-    // Per-lane partials of every (head, position): the seed's pairwise sums, in its order.
+    // Per-lane partials of every (head, position): the reference-order pairwise sums, in order.
     float val[N];
 TQF_UNROLL
     for (uint32_t j = 0; j < kTile; ++j) {
@@ -378,7 +379,8 @@ TQF_UNROLL
     }
     ops.sync_warp();
 
-    // Softmax chain of head my_h, step by step exactly as the seed's batch/single updates.
+    // Softmax chain of head my_h, step by step exactly as the reference-order batch/single
+    // updates.
     {
       float mn = m;
 TQF_UNROLL
@@ -472,7 +474,7 @@ TQF_UNROLL
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
           } else {
-            const float z = Ops::mul(ef, 0.0f);  // the seed's ef * v with v = 0
+            const float z = Ops::mul(ef, 0.0f);  // the reference-order ef * v with v = 0
 TQF_UNROLL
             for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
             if constexpr (kStats) ++n_skipped;
@@ -530,7 +532,7 @@ TQF_UNROLL
     ops.atomic_add(a.stats + 2, n_vrows);
   }
 
-  // Merge and output, head by head: the seed kernel's merge with this head's warp states.
+  // Merge and output, head by head: the reference-order merge with this head's warp states.
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) {
     float mh = Ops::shfl_idx(m, h), lh = Ops::shfl_idx(l, h);

@@ -1,6 +1,6 @@
 // The Ops policy of fast_decode_core.h on the GPU: every product and sum is an explicit
-// round-to-nearest intrinsic (and the module is compiled with --fmad=false), EXPF is the seed
-// kernel's expf_kernel, conversions are the seed's (turbo_common.cuh).
+// round-to-nearest intrinsic (and the module is compiled with --fmad=false); EXPF
+// (expf_kernel) and the conversions are the reference-order kernels' own (kernels/common/).
 #pragma once
 #include <cstdint>
 
@@ -21,7 +21,7 @@ struct CudaOps {
   static __device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
   static __device__ __forceinline__ float fmax(float a, float b) { return fmaxf(a, b); }
   static __device__ __forceinline__ float thresh() {
-    return static_cast<float>(TQ_PLUS_SPARSE_V_THRESHOLD);  // compared as a float, as the seed
+    return static_cast<float>(TQ_PLUS_SPARSE_V_THRESHOLD);  // a float compare, as the reference
   }
   __device__ __forceinline__ float expf(float x) const { return tqref::gpu::expf_kernel(x); }
   static __device__ __forceinline__ float shfl_xor(float v, uint32_t off) {
@@ -64,7 +64,7 @@ struct CudaOps {
     return __half2float(__float2half_rn(tqref::gpu::Tables<F>::codebook()[i]));
   }
   // VEC bf16 of one lane as VEC/2 words (element 2i in the low half of word i): one 8-byte
-  // (VEC 4) or 16-byte (VEC 8) load when the pool is 16-byte aligned, as the seed kernel.
+  // (VEC 4) or 16-byte (VEC 8) load when the pool is 16-byte aligned, as the reference kernel.
   template <uint32_t VEC>
   static __device__ __forceinline__ void load_k_raw(const uint16_t* p, bool aligned, uint32_t (&w)[VEC / 2]) {
     if (aligned) {

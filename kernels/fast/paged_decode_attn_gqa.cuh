@@ -1,7 +1,8 @@
-// Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the seed ABI's 16
-// parameters (SPEC section 5) with another launch geometry: grid [num_q_heads / HT, num_seqs],
-// block [256], HT = heads per CTA in {1, 2, 4} dividing num_q_heads / num_kv_heads, chosen by
-// the launcher (docs/kernels.md, "Fast decode variants"). Output bits equal the seed kernel's.
+// Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the 16 parameters of
+// the reference-order decoders (SPEC section 5) with another launch geometry: grid
+// [num_q_heads / HT, num_seqs], block [256], HT = heads per CTA in {1, 2, 4} dividing
+// num_q_heads / num_kv_heads, chosen by the launcher (docs/kernels.md, "Fast decode variants").
+// Output bits equal the reference-order kernel's.
 // An invalid grid (heads_per_cta() == 0) traps: silently wrong geometry must not pass.
 #pragma once
 #include "fast_decode_ops_cuda.cuh"
