@@ -36,7 +36,7 @@ ALLOWED["harness/cli"] = set(ALLOWED) | {"kernels"}
 ALLOWED["tests"] = set(ALLOWED) - {"harness/cli"} | {"kernels"}
 
 # Include roots, in the order the build's include directories make them visible.
-INCLUDE_ROOTS = ["harness", ".", "model", "kernels/include"]
+INCLUDE_ROOTS = ["harness", ".", "model", "kernels/builtin/include"]
 # Headers generated into the build tree, and the folder whose CMakeLists.txt generates them.
 GENERATED = {"tqref/build_info.h": "harness/io"}
 # Libraries -> the folder that defines them.

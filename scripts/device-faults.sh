@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU fault path on a real GPU (docs/reliability.md, "GPU faults"): `tqref check` of the smoke
-# suite with each faulty decoder module (kernels/faulty/faulty_decode.cu: turbo2v/turbo4v real,
-# turbo3v traps, runs away or writes to an illegal address), then a normal run on the built-in
+# suite with each faulty decoder module (kernels/testing/faulty/faulty_decode.cu: turbo2v/turbo4v
+# real, turbo3v traps, runs away or writes to an illegal address), then a normal run on the built-in
 # kernels to show that the GPU is usable again. Asserts, per faulty module:
 #   trap, illegal: exit 6 within 60 s; the faulting case and kernel named with the CUDA error; the
 #     context reset after each fault: every turbo2v/turbo4v case (before and after) passes, every
