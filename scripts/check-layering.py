@@ -32,6 +32,8 @@ ALLOWED = {
     "bench/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/gpu", "kernels"},
 }
 ALLOWED["harness/cli"] = set(ALLOWED) | {"kernels"}
+# The C interface of the Python API: a top layer beside the CLI, on the host stages only.
+ALLOWED["python/capi"] = BELOW_CASES | {"harness/cases", "harness/judge"}
 # Tests may use every stage but the CLI (they run the tqref binary instead).
 ALLOWED["tests"] = set(ALLOWED) - {"harness/cli"} | {"kernels"}
 
@@ -45,7 +47,7 @@ TARGETS = {
     "tqref_cases": "harness/cases", "tqref_judge": "harness/judge",
     "tqref_conform": "harness/conform", "tqref_gpu": "harness/gpu",
     "tqref_kernels_fatbin": "kernels", "tqref_study": "analysis/study",
-    "tqref_gpu_bench": "bench/gpu",
+    "tqref_gpu_bench": "bench/gpu", "tqref_c": "python/capi",
 }
 SOURCE_SUFFIXES = {".h", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine without Boost/HDF5 libraries needs to run a tqref build made here:
-# the tqref binary, the kernel modules (our own, the mutants, the faulty ones) and the non-system shared
-# libraries it links, into .device-carry/ (ignored by git). On the GPU machine:
+# the tqref binary, the kernel modules (our own, the mutants, the faulty ones), the Python API's
+# libtqref_c.so (when built: target tqref_c) and the non-system shared libraries they link, into
+# .device-carry/ (ignored by git). On the GPU machine:
 #   export LD_LIBRARY_PATH=$PWD/.device-carry/lib; .device-carry/bin/tqref ...
 set -euo pipefail
 build=${1:-build/default}
@@ -14,8 +15,9 @@ testing=$build/kernels/testing   # targets tqref_mutant_modules and tqref_faulty
 if [ -d "$testing/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$testing/mutants/." "$out/mutants/"; fi
 # Faulty decoders for scripts/device-faults.sh: kept out of modules/ (tqref conform scans it).
 if [ -d "$testing/faulty" ]; then mkdir -p "$out/faulty" && cp -r "$testing/faulty/." "$out/faulty/"; fi
+if [ -f "$build/python/libtqref_c.so" ]; then cp "$build/python/libtqref_c.so" "$out/lib/"; fi
 # Everything ldd resolves except the C runtime, which the target system provides.
-ldd "$out/bin/tqref" | awk '/=> \//{print $3}' |
+ldd "$out/bin/tqref" $(ls "$out"/lib/libtqref_c.so 2>/dev/null) | awk '/=> \//{print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 du -sh "$out"

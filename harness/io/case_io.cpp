@@ -1,5 +1,6 @@
 #include "io/case_io.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -11,12 +12,7 @@ namespace tqref::golden {
 
 namespace {
 
-// K pool bytes <-> bf16 elements (little-endian, as on the GPU).
-std::vector<uint16_t> bytes_to_u16(const std::vector<uint8_t>& b) {
-  std::vector<uint16_t> v(b.size() / 2);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = uint16_t(b[2 * i] | (b[2 * i + 1] << 8));
-  return v;
-}
+// K pool bf16 elements -> bytes (little-endian, as on the GPU).
 std::vector<uint8_t> u16_to_bytes(const std::vector<uint16_t>& v) {
   std::vector<uint8_t> b(v.size() * 2);
   for (size_t i = 0; i < v.size(); ++i) {
@@ -43,9 +39,9 @@ uint64_t attr_u64(const h5::Node& n, const char* name) {
 }
 // A float parameter is stored twice: as a readable double and as its exact binary32 bits; the
 // bits are authoritative.
-void set_float_attr(const h5::Node& n, const std::string& name, float v) {
-  n.set_attr(name, double(v));
-  n.set_attr(name + "_bits", int64_t(f32_bits(v)));
+void push_float_attr(std::vector<CaseAttr>& a, const std::string& name, float v) {
+  a.push_back({name, double(v)});
+  a.push_back({name + "_bits", int64_t(f32_bits(v))});
 }
 float get_float_attr(const h5::Node& n, const std::string& name) {
   return f32_from_bits(uint32_t(n.attr_int(name + "_bits")));
@@ -60,73 +56,119 @@ std::vector<T> read_shaped(const h5::Node& g, const std::string& name, std::vect
 // least 1, since a golden case has both); the contract's rules come after, from check_*_params.
 constexpr uint32_t kMaxDim = 1u << 30;
 
-void write_writer(const h5::Node& g, const GoldenCase& c) {
+// The launch attributes of a case, in the order write_case stores them.
+void writer_attributes(const GoldenCase& c, std::vector<CaseAttr>& a) {
   const WriterCase& w = c.w;
   const WriterParams& p = w.p;
-  g.set_attr("hdim", int64_t(p.head_dim));
-  g.set_attr("num_kv_heads", int64_t(p.num_kv_heads));
-  g.set_attr("head_dim", int64_t(p.head_dim));
-  g.set_attr("block_size", int64_t(p.block_size));
-  g.set_attr("key_stride", int64_t(p.key_stride));
-  g.set_attr("value_stride", int64_t(p.value_stride));
-  g.set_attr("k_block_stride_bytes", int64_t(p.k_block_stride_bytes));
-  g.set_attr("v_block_stride_bytes", int64_t(p.v_block_stride_bytes));
-  g.set_attr("v_data_section_bytes", int64_t(p.v_data_section_bytes));
-  g.set_attr("num_tokens", int64_t(w.num_tokens));
-  g.set_attr("num_blocks", int64_t(w.num_blocks));
-  g.set_attr("grid", std::vector<int64_t>{w.num_tokens, 1, 1});
-  g.set_attr("block", std::vector<int64_t>{kThreadsPerBlock, 1, 1});
-  const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim;
-  const uint64_t NB = w.num_blocks, VS = p.v_block_stride_bytes;
-  h5::Node in = g.create_group("inputs"), init = g.create_group("initial"),
-           ex = g.create_group("expected");
-  in.write("key", w.key, {T, p.key_stride}, "bf16");
-  in.write("value", w.value, {T, p.value_stride}, "bf16");
-  in.write("slot_mapping", w.slot_mapping, {T});
-  init.write("k_cache", bytes_to_u16(w.k_init), {NB, B, H, D}, "bf16");
-  init.write("v_cache", w.v_init, {NB, VS}, pool_encoding(c.format));
-  ex.write("k_cache", bytes_to_u16(w.k_expected), {NB, B, H, D}, "bf16");
-  ex.write("v_cache", w.v_expected, {NB, VS}, pool_encoding(c.format));
+  a.push_back({"hdim", int64_t(p.head_dim)});
+  a.push_back({"num_kv_heads", int64_t(p.num_kv_heads)});
+  a.push_back({"head_dim", int64_t(p.head_dim)});
+  a.push_back({"block_size", int64_t(p.block_size)});
+  a.push_back({"key_stride", int64_t(p.key_stride)});
+  a.push_back({"value_stride", int64_t(p.value_stride)});
+  a.push_back({"k_block_stride_bytes", int64_t(p.k_block_stride_bytes)});
+  a.push_back({"v_block_stride_bytes", int64_t(p.v_block_stride_bytes)});
+  a.push_back({"v_data_section_bytes", int64_t(p.v_data_section_bytes)});
+  a.push_back({"num_tokens", int64_t(w.num_tokens)});
+  a.push_back({"num_blocks", int64_t(w.num_blocks)});
+  a.push_back({"grid", std::vector<int64_t>{w.num_tokens, 1, 1}});
+  a.push_back({"block", std::vector<int64_t>{kThreadsPerBlock, 1, 1}});
 }
 
-void write_decode(const h5::Node& g, const GoldenCase& c) {
+void decode_attributes(const GoldenCase& c, std::vector<CaseAttr>& a) {
   const DecodeCase& d = c.d;
   const DecodeParams& p = d.p;
-  g.set_attr("hdim", int64_t(p.hdim));
-  g.set_attr("max_blocks_per_seq", int64_t(p.max_blocks_per_seq));
-  g.set_attr("num_q_heads", int64_t(p.num_q_heads));
-  g.set_attr("num_kv_heads", int64_t(p.num_kv_heads));
-  g.set_attr("head_dim", int64_t(p.head_dim));
-  g.set_attr("block_size", int64_t(p.block_size));
-  set_float_attr(g, "inv_sqrt_d", p.inv_sqrt_d);
-  g.set_attr("q_stride", int64_t(p.q_stride));
-  g.set_attr("v_block_stride_bytes", int64_t(p.v_block_stride_bytes));
-  g.set_attr("v_data_section_bytes", int64_t(p.v_data_section_bytes));
-  g.set_attr("sliding_window", int64_t(p.sliding_window));
-  g.set_attr("num_seqs", int64_t(p.num_seqs));
-  g.set_attr("num_blocks", int64_t(d.num_blocks));
-  g.set_attr("grid", std::vector<int64_t>{p.num_q_heads, p.num_seqs, 1});
-  g.set_attr("block", std::vector<int64_t>{kThreadsPerBlock, 1, 1});
+  a.push_back({"hdim", int64_t(p.hdim)});
+  a.push_back({"max_blocks_per_seq", int64_t(p.max_blocks_per_seq)});
+  a.push_back({"num_q_heads", int64_t(p.num_q_heads)});
+  a.push_back({"num_kv_heads", int64_t(p.num_kv_heads)});
+  a.push_back({"head_dim", int64_t(p.head_dim)});
+  a.push_back({"block_size", int64_t(p.block_size)});
+  push_float_attr(a, "inv_sqrt_d", p.inv_sqrt_d);
+  a.push_back({"q_stride", int64_t(p.q_stride)});
+  a.push_back({"v_block_stride_bytes", int64_t(p.v_block_stride_bytes)});
+  a.push_back({"v_data_section_bytes", int64_t(p.v_data_section_bytes)});
+  a.push_back({"sliding_window", int64_t(p.sliding_window)});
+  a.push_back({"num_seqs", int64_t(p.num_seqs)});
+  a.push_back({"num_blocks", int64_t(d.num_blocks)});
+  a.push_back({"grid", std::vector<int64_t>{p.num_q_heads, p.num_seqs, 1}});
+  a.push_back({"block", std::vector<int64_t>{kThreadsPerBlock, 1, 1}});
+}
+
+template <class T>
+CaseDataset dataset(const char* group, const char* name, const std::vector<T>& v,
+                    std::vector<uint64_t> shape, const std::string& encoding = "") {
+  return {group, name, elem_type<T>(), std::move(shape), v.data(), v.size(), encoding};
+}
+// A K pool held as bytes, stored as its bf16 elements (little-endian host, as on the GPU).
+CaseDataset k_pool(const char* group, const std::vector<uint8_t>& bytes,
+                   std::vector<uint64_t> shape) {
+  return {group, "k_cache", ElemType::u16, std::move(shape), bytes.data(), bytes.size() / 2, "bf16"};
+}
+
+std::vector<CaseDataset> writer_datasets(const GoldenCase& c) {
+  const WriterCase& w = c.w;
+  const WriterParams& p = w.p;
+  const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim;
+  const uint64_t NB = w.num_blocks, VS = p.v_block_stride_bytes;
+  const std::string pool = pool_encoding(c.format);
+  return {dataset("inputs", "key", w.key, {T, p.key_stride}, "bf16"),
+          dataset("inputs", "value", w.value, {T, p.value_stride}, "bf16"),
+          dataset("inputs", "slot_mapping", w.slot_mapping, {T}),
+          k_pool("initial", w.k_init, {NB, B, H, D}),
+          dataset("initial", "v_cache", w.v_init, {NB, VS}, pool),
+          k_pool("expected", w.k_expected, {NB, B, H, D}),
+          dataset("expected", "v_cache", w.v_expected, {NB, VS}, pool)};
+}
+
+std::vector<CaseDataset> decode_datasets(const GoldenCase& c) {
+  const DecodeCase& d = c.d;
+  const DecodeParams& p = d.p;
   const uint64_t S = p.num_seqs, QH = p.num_q_heads, B = p.block_size, H = p.num_kv_heads,
                  D = p.head_dim, NB = d.num_blocks;
-  h5::Node in = g.create_group("inputs"), init = g.create_group("initial"),
-           ex = g.create_group("expected"), dg = g.create_group("diagnostics");
-  in.write("q", d.q, {S, p.q_stride}, "bf16");
-  in.write("block_tables", d.block_tables, {S, p.max_blocks_per_seq});
-  in.write("seq_lens", d.seq_lens, {S});
-  init.write("k_cache", bytes_to_u16(d.k_init), {NB, B, H, D}, "bf16");
-  init.write("v_cache", d.v_init, {NB, p.v_block_stride_bytes}, pool_encoding(c.format));
-  init.write("output", d.out_init, {S, QH, D}, "bf16");
-  ex.write("output", d.out_expected, {S, QH, D}, "bf16");
   const DecodeDiagData& x = d.diag;
-  dg.write("skip_offsets", x.skip_offsets, {S * QH + 1});
-  dg.write("skip_mask", x.skip_mask, {uint64_t(x.skip_mask.size())}, "mask");
-  dg.write("skip_count", x.skip_count, {S, QH});
-  dg.write("m", x.m, {S, QH});
-  dg.write("l", x.l, {S, QH});
-  dg.write("output_f32", x.out_f32, {S, QH, D});
-  dg.write("reference_dequantised_v", x.ref_dequantised, {S, QH, D});
-  dg.write("reference_unquantised_v", x.ref_unquantised, {S, QH, D});
+  std::vector<CaseDataset> r = {
+      dataset("inputs", "q", d.q, {S, p.q_stride}, "bf16"),
+      dataset("inputs", "block_tables", d.block_tables, {S, p.max_blocks_per_seq}),
+      dataset("inputs", "seq_lens", d.seq_lens, {S}),
+      k_pool("initial", d.k_init, {NB, B, H, D}),
+      dataset("initial", "v_cache", d.v_init, {NB, p.v_block_stride_bytes}, pool_encoding(c.format)),
+      dataset("initial", "output", d.out_init, {S, QH, D}, "bf16"),
+      dataset("expected", "output", d.out_expected, {S, QH, D}, "bf16"),
+      dataset("diagnostics", "skip_offsets", x.skip_offsets, {S * QH + 1}),
+      dataset("diagnostics", "skip_mask", x.skip_mask, {uint64_t(x.skip_mask.size())}, "mask"),
+      dataset("diagnostics", "skip_count", x.skip_count, {S, QH}),
+      dataset("diagnostics", "m", x.m, {S, QH}),
+      dataset("diagnostics", "l", x.l, {S, QH})};
+  // Read without diagnostics, a case lacks these three (write_case needs them).
+  if (!x.out_f32.empty()) r.push_back(dataset("diagnostics", "output_f32", x.out_f32, {S, QH, D}));
+  if (!x.ref_dequantised.empty())
+    r.push_back(dataset("diagnostics", "reference_dequantised_v", x.ref_dequantised, {S, QH, D}));
+  if (!x.ref_unquantised.empty())
+    r.push_back(dataset("diagnostics", "reference_unquantised_v", x.ref_unquantised, {S, QH, D}));
+  return r;
+}
+
+void write_attr(const h5::Node& g, const CaseAttr& a) {
+  std::visit([&](const auto& v) { g.set_attr(a.name, v); }, a.value);
+}
+
+template <class T>
+void write_dataset(const h5::Node& g, const CaseDataset& d) {
+  g.write_span(d.name, static_cast<const T*>(d.data), d.count, d.shape, d.encoding);
+}
+
+void write_dataset(const h5::Node& g, const CaseDataset& d) {
+  switch (d.type) {
+    case ElemType::u8: return write_dataset<uint8_t>(g, d);
+    case ElemType::u16: return write_dataset<uint16_t>(g, d);
+    case ElemType::u32: return write_dataset<uint32_t>(g, d);
+    case ElemType::u64: return write_dataset<uint64_t>(g, d);
+    case ElemType::i32: return write_dataset<int32_t>(g, d);
+    case ElemType::i64: return write_dataset<int64_t>(g, d);
+    case ElemType::f32: return write_dataset<float>(g, d);
+    case ElemType::f64: return write_dataset<double>(g, d);
+  }
 }
 
 WriterCase read_writer(const h5::Node& g, Format f) {
@@ -257,18 +299,36 @@ Provenance read_provenance(const h5::Node& r) {
   return p;
 }
 
+std::vector<CaseAttr> case_attributes(const GoldenCase& c) {
+  std::vector<CaseAttr> a = {{"kernel", kernel_name(c.kind, c.format)},
+                             {"format", std::string(traits(c.format).name)},
+                             {"kind", std::string(kind_name(c.kind))}};
+  push_float_attr(a, "threshold", c.threshold);
+  a.push_back({"seed", int64_t(c.seed)});
+  a.push_back({"distribution", c.distribution});
+  a.push_back({"exercises", c.exercises});
+  a.push_back({"linked_case", c.linked_case});
+  if (c.kind == CaseKind::writer) writer_attributes(c, a);
+  else decode_attributes(c, a);
+  return a;
+}
+
+std::vector<CaseDataset> case_datasets(const GoldenCase& c) {
+  return c.kind == CaseKind::writer ? writer_datasets(c) : decode_datasets(c);
+}
+
 void write_case(const h5::Node& cases, const GoldenCase& c) {
   h5::Node g = cases.create_group(c.name);
-  g.set_attr("kernel", kernel_name(c.kind, c.format));
-  g.set_attr("format", std::string(traits(c.format).name));
-  g.set_attr("kind", std::string(kind_name(c.kind)));
-  set_float_attr(g, "threshold", c.threshold);
-  g.set_attr("seed", int64_t(c.seed));
-  g.set_attr("distribution", c.distribution);
-  g.set_attr("exercises", c.exercises);
-  g.set_attr("linked_case", c.linked_case);
-  if (c.kind == CaseKind::writer) write_writer(g, c);
-  else write_decode(g, c);
+  for (const CaseAttr& a : case_attributes(c)) write_attr(g, a);
+  const std::vector<CaseDataset> ds = case_datasets(c);
+  // Groups first, in order of first use, then the datasets: the creation order of the file.
+  std::vector<std::pair<std::string, h5::Node>> groups;
+  for (const CaseDataset& d : ds)
+    if (std::none_of(groups.begin(), groups.end(), [&](const auto& p) { return p.first == d.group; }))
+      groups.emplace_back(d.group, g.create_group(d.group));
+  for (const CaseDataset& d : ds)
+    for (const auto& [name, node] : groups)
+      if (name == d.group) write_dataset(node, d);
 }
 
 GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_diagnostics) {

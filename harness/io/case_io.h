@@ -2,8 +2,10 @@
 // file and check the shapes against them; a malformed file raises h5::Error or BadCase naming the
 // file, the dataset or attribute, the value and what was expected.
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "io/golden_case.h"
@@ -38,6 +40,39 @@ struct Provenance {
 
 void write_provenance(const h5::Node& root, const Provenance& p);
 Provenance read_provenance(const h5::Node& root);
+
+// The one description of a case's HDF5 layout (docs/golden-schema.md): its attributes and its
+// datasets in the order write_case creates them. write_case stores exactly these; the C
+// interface (python/capi) hands them to Python by the same names.
+using CaseAttrValue = h5::Node::AttrValue;
+struct CaseAttr {
+  std::string name;
+  CaseAttrValue value;
+};
+std::vector<CaseAttr> case_attributes(const GoldenCase& c);
+
+enum class ElemType { u8, u16, u32, u64, i32, i64, f32, f64 };
+template <class T>
+constexpr ElemType elem_type() {
+  if constexpr (std::is_same_v<T, uint8_t>) return ElemType::u8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return ElemType::u16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return ElemType::u32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return ElemType::u64;
+  else if constexpr (std::is_same_v<T, int32_t>) return ElemType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>) return ElemType::i64;
+  else if constexpr (std::is_same_v<T, float>) return ElemType::f32;
+  else return ElemType::f64;
+}
+struct CaseDataset {
+  std::string group, name;       // "inputs", "key": stored at /cases/<case>/<group>/<name>
+  ElemType type = ElemType::u8;
+  std::vector<uint64_t> shape;
+  const void* data = nullptr;    // `count` elements of `type`, owned by the case
+  uint64_t count = 0;
+  std::string encoding;          // the dataset's `encoding` attribute, "" for none
+};
+// A case read without diagnostics lacks output_f32 and the two fp64 references.
+std::vector<CaseDataset> case_datasets(const GoldenCase& c);
 
 // Writes /cases/<c.name> under `cases` (the "/cases" group).
 void write_case(const h5::Node& cases, const GoldenCase& c);

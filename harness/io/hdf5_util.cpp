@@ -153,14 +153,14 @@ std::vector<std::string> Node::children() const {
 }
 
 template <class T>
-void Node::write(const std::string& name, const std::vector<T>& data,
-                 const std::vector<uint64_t>& shape, const std::string& encoding) const {
+void Node::write_span(const std::string& name, const T* data, uint64_t n,
+                      const std::vector<uint64_t>& shape, const std::string& encoding) const {
   uint64_t count = 1;
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   for (auto d : shape) count *= d;
-  if (count != data.size())
+  if (count != n)
     throw Error(where(name) + ": shape " + shape_str(shape) + " does not match " +
-                std::to_string(data.size()) + " elements");
+                std::to_string(n) + " elements");
   Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_obj_track_times(dcpl.get(), 0);
@@ -179,7 +179,7 @@ void Node::write(const std::string& name, const std::vector<T>& data,
             H5Dclose);
   if (!ds) throw Error(where(name) + ": cannot create dataset");
   if (count > 0 &&
-      H5Dwrite(ds.get(), mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) < 0)
+      H5Dwrite(ds.get(), mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
     throw Error(where(name) + ": write failed");
   if (!encoding.empty()) set_attr("encoding", encoding, name);
 }
@@ -229,8 +229,8 @@ std::vector<T> Node::read(const std::string& name, std::vector<uint64_t>* shape_
 }
 
 #define TQREF_H5_INSTANTIATE(T)                                                              \
-  template void Node::write<T>(const std::string&, const std::vector<T>&,                    \
-                               const std::vector<uint64_t>&, const std::string&) const;      \
+  template void Node::write_span<T>(const std::string&, const T*, uint64_t,                  \
+                                    const std::vector<uint64_t>&, const std::string&) const; \
   template std::vector<T> Node::read<T>(const std::string&, std::vector<uint64_t>*) const;
 TQREF_H5_INSTANTIATE(uint8_t)
 TQREF_H5_INSTANTIATE(uint16_t)
@@ -413,6 +413,43 @@ std::vector<int64_t> Node::attr_ints(const std::string& name, const std::string&
   if (n > 0 && H5Aread(a.get(), H5T_NATIVE_INT64, v.data()) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");
   return v;
+}
+
+std::vector<std::string> Node::attr_names(const std::string& obj) const {
+  Handle o = open_obj(*this, obj);
+  const hid_t t = target(*this, o);
+  H5O_info_t info;
+  if (H5Oget_info2(t, &info, H5O_INFO_NUM_ATTRS) < 0)
+    throw Error(where(obj) + ": cannot list attributes");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    const ssize_t n = H5Aget_name_by_idx(t, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (n < 0 || n > 4096) throw Error(where(obj) + ": unreadable attribute name");
+    std::string name(size_t(n), '\0');
+    H5Aget_name_by_idx(t, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), size_t(n) + 1, H5P_DEFAULT);
+    names.push_back(name);
+  }
+  return names;
+}
+
+Node::AttrValue Node::attr_value(const std::string& name, const std::string& obj) const {
+  H5T_class_t cls;
+  int rank;
+  {
+    Handle o;
+    Handle a = open_attr(*this, obj, name, o);
+    Handle type(H5Aget_type(a.get()), H5Tclose);
+    Handle space(H5Aget_space(a.get()), H5Sclose);
+    cls = H5Tget_class(type.get());
+    rank = H5Sget_simple_extent_ndims(space.get());
+  }
+  if (cls == H5T_STRING) return attr_string(name, obj);
+  if (cls == H5T_FLOAT) return attr_double(name, obj);
+  if (cls == H5T_INTEGER) {
+    if (rank == 0) return attr_int(name, obj);
+    return attr_ints(name, obj);
+  }
+  throw Error(where(obj) + ": attribute '" + name + "' is not a string, number or integer array");
 }
 
 }  // namespace tqref::h5

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace tqref::h5 {
@@ -77,7 +78,13 @@ class Node {
   // Datasets of at least `chunk_min_bytes` are chunked with shuffle + deflate + fletcher32.
   template <class T>
   void write(const std::string& name, const std::vector<T>& data,
-             const std::vector<uint64_t>& shape, const std::string& encoding = "") const;
+             const std::vector<uint64_t>& shape, const std::string& encoding = "") const {
+    write_span(name, data.data(), data.size(), shape, encoding);
+  }
+  // The same for `count` elements at `data` (count must equal the product of shape).
+  template <class T>
+  void write_span(const std::string& name, const T* data, uint64_t count,
+                  const std::vector<uint64_t>& shape, const std::string& encoding = "") const;
   // Reads a dataset, checking its class, element size, signedness and (if given) its shape.
   template <class T>
   std::vector<T> read(const std::string& name, std::vector<uint64_t>* shape = nullptr) const;
@@ -95,6 +102,11 @@ class Node {
   int64_t attr_int(const std::string& name, const std::string& obj = "") const;
   double attr_double(const std::string& name, const std::string& obj = "") const;
   std::vector<int64_t> attr_ints(const std::string& name, const std::string& obj = "") const;
+  // Every attribute by name (alphabetical), and one attribute as the kind of value it holds:
+  // a string, a scalar integer, a scalar float, or a 1-D integer array.
+  using AttrValue = std::variant<std::string, int64_t, double, std::vector<int64_t>>;
+  std::vector<std::string> attr_names(const std::string& obj = "") const;
+  AttrValue attr_value(const std::string& name, const std::string& obj = "") const;
 
   std::string where(const std::string& obj = "") const;  // "file.h5:/group/obj"
 

@@ -1,0 +1,106 @@
+// The judge behind the C ABI: a launch's buffers, as a Python kernel left them, go through the
+// same run_and_judge as `tqref check` (golden/judge_case.h), so the categories, decoded mismatch
+// lines and level T distributions are the CLI's, from the same code.
+#include <cstring>
+
+#include "capi_call.h"
+#include "judge/judge_case.h"
+#include "judge/report.h"
+
+using namespace tqref;
+using tqref::capi::c_call;
+using tqref::capi::require;
+
+namespace {
+
+// A backend whose "launch" returns buffers that ran elsewhere (a Python callable).
+class ResultBackend : public golden::Backend {
+ public:
+  explicit ResultBackend(golden::CaseResult r) : r_(std::move(r)) {}
+  std::string name() const override { return "python"; }
+  golden::CaseResult run(const golden::GoldenCase&) override { return r_; }
+
+ private:
+  golden::CaseResult r_;
+};
+
+golden::CaseResult result_of(const tqref_case& h, int n, const char* const* names,
+                             const uint8_t* const* guarded, const uint64_t* sizes) {
+  if (n < 1) throw capi::BadArgument("n = " + std::to_string(n) + "; allowed: >= 1 buffer");
+  require(names, "names");
+  require(guarded, "guarded");
+  require(sizes, "guarded_bytes");
+  golden::CaseResult r;
+  for (int i = 0; i < n; ++i) {
+    require(names[i], "names[i]");
+    const std::string name = names[i];
+    const golden::LaunchBuffer* b = nullptr;
+    for (const auto& lb : h.launch)
+      if (lb.name == name) b = &lb;
+    if (!b) throw capi::BadArgument("names[" + std::to_string(i) + "] = '" + name + "'; allowed: a launch buffer of " + h.c.name);
+    const uint64_t want = b->bytes.size() + 2 * golden::kGuardBytes;
+    if (sizes[i] != want)
+      throw capi::BadArgument(name + " holds " + std::to_string(sizes[i]) + " bytes with its guards; allowed: " +
+                              std::to_string(want) + " (" + std::to_string(b->bytes.size()) + " + 2 guard bands of " +
+                              std::to_string(golden::kGuardBytes) + ")");
+    require(guarded[i], "guarded[i]");
+    golden::GuardedBuffer g;
+    g.bytes.assign(guarded[i], guarded[i] + sizes[i]);
+    (b->output ? r.buffers : r.inputs)[name] = std::move(g);
+  }
+  for (const std::string& out : golden::output_buffers(h.c.kind))
+    if (!r.buffers.count(out)) throw capi::BadArgument("buffer '" + out + "' missing; allowed: every output buffer of the case");
+  return r;
+}
+
+// The verdict's entry of report_json (one case), without the run header.
+std::string verdict_json(const golden::CaseVerdict& v) {
+  const std::string run = golden::report_json({}, {v});
+  const size_t a = run.find("\"results\": [");
+  const size_t b = run.rfind(']');
+  if (a == std::string::npos || b == std::string::npos || b < a)
+    throw std::logic_error("report_json: unexpected layout");
+  return run.substr(a + 12, b - a - 12);
+}
+
+}  // namespace
+
+extern "C" {
+
+int tqref_judge(tqref_case* c, int level_t, int n, const char* const* names,
+                const uint8_t* const* guarded, const uint64_t* guarded_bytes,
+                const tqref_ex2* file_ex2, const tqref_ex2* kernel_ex2, double margin,
+                double tol_ulps, double tol_row, char** json) {
+  return c_call([&] {
+    require(c, "case");
+    require(json, "json");
+    ResultBackend backend(result_of(*c, n, names, guarded, guarded_bytes));
+    golden::Ex2Source src;
+    if (kernel_ex2 && (!file_ex2 || kernel_ex2->profile.id() != file_ex2->profile.id())) {
+      src.same_as_file = false;
+      src.profile = &kernel_ex2->profile;
+      src.why = "the kernel's EX2 unit has profile " + kernel_ex2->profile.id();
+    }
+    golden::LevelTOptions o;
+    if (margin > 0) o.margin = margin;
+    if (tol_ulps > 0) o.tol_ulps = tol_ulps;
+    if (tol_row > 0) o.tol_row = tol_row;
+    if (level_t && c->c.kind == golden::CaseKind::decode && c->c.d.diag.ref_dequantised.empty())
+      throw capi::BadArgument("case " + c->c.name + " was read without diagnostics; level T needs them");
+    // run_and_judge may realign the expectation in place: judge a copy, keep the case as read.
+    golden::GoldenCase copy = c->c;
+    const golden::JudgedCase j = golden::run_and_judge(copy, backend, src, file_ex2 ? &file_ex2->profile : nullptr,
+                                                       level_t != 0, o);
+    std::string r = "{\"verdict\":" + verdict_json(j.verdict) + ",\"text\":";
+    if (j.tolerance) {
+      r += golden::json_quote(golden::level_t_text(*j.tolerance));
+      const std::string t = golden::level_t_json({*j.tolerance}, o);
+      r += ",\"level_t\":" + t + "}";
+    } else {
+      r += golden::json_quote(golden::report_text(j.verdict, golden::kMaxListed)) + ",\"level_t\":null}";
+    }
+    *json = capi::c_string(r);
+  });
+}
+
+}  // extern "C"
