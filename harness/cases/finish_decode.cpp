@@ -34,7 +34,8 @@ std::vector<uint8_t> v_groups_needed(const DecodeCase& d, const DecodeDiagnostic
   return needed;
 }
 
-// The model's per-row diagnostics, flattened as the golden file stores them.
+}  // namespace
+
 void store_diagnostics(const DecodeDiagnostics& diag, uint32_t head_dim, DecodeDiagData& x,
                        DecodeStats& st) {
   x.skip_offsets.push_back(0);
@@ -51,8 +52,6 @@ void store_diagnostics(const DecodeDiagnostics& diag, uint32_t head_dim, DecodeD
     st.reads += hd.skipped.size();
   }
 }
-
-}  // namespace
 
 GoldenCase finish_decode_case(DecodeInputs in, const GoldenCase& writer, const Ex2Profile& ex2,
                               DecodeStats* stats) {

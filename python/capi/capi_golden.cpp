@@ -9,6 +9,7 @@
 #include "capi_call.h"
 #include "io/atomic_output.h"
 #include "io/case_checks.h"
+#include "cases/finish_decode.h"
 #include "io/data_dir.h"
 #include "judge/backend.h"
 #include "judge/ex2_for_file.h"
@@ -51,6 +52,15 @@ uint32_t blocks_of(uint64_t bytes, uint64_t block_bytes, const char* name) {
   return uint32_t(bytes / block_bytes);
 }
 
+// num_blocks of a user's K and V pools (parameters already checked): both whole, and equal.
+uint32_t pool_blocks_of(const CacheGeometry& g, uint64_t k_bytes, uint64_t v_bytes) {
+  const uint32_t nb = blocks_of(k_bytes, g.k_block_bytes(), "k_cache");
+  if (blocks_of(v_bytes, g.v_block_stride_bytes, "v_cache") != nb)
+    throw capi::BadArgument("v_cache holds " + std::to_string(v_bytes / g.v_block_stride_bytes) +
+                            " blocks; allowed: as many as k_cache (" + std::to_string(nb) + ")");
+  return nb;
+}
+
 tqref_case* new_case(golden::GoldenCase c) {
   if (const std::string why = common::check_case(c); !why.empty()) throw capi::BadArgument(why);
   auto h = std::make_unique<tqref_case>();
@@ -82,17 +92,8 @@ void finish_user_decode(golden::GoldenCase& c, const std::vector<uint16_t>& v_va
   paged_decode_model(c.format, d.q, d.k_init, d.v_init, d.out_expected, d.block_tables, d.seq_lens,
                      d.p, ex2, &diag);
   golden::DecodeDiagData& x = d.diag;
-  x.skip_offsets.push_back(0);
-  for (const DecodeHeadDiag& hd : diag.heads) {
-    x.skip_mask.insert(x.skip_mask.end(), hd.skipped.begin(), hd.skipped.end());
-    x.skip_offsets.push_back(x.skip_mask.size());
-    x.skip_count.push_back(hd.skip_count);
-    x.m.push_back(hd.m);
-    x.l.push_back(hd.l);
-    std::vector<float> of = hd.out_f32;
-    of.resize(d.p.head_dim, 0.0f);
-    x.out_f32.insert(x.out_f32.end(), of.begin(), of.end());
-  }
+  golden::DecodeStats stats;
+  golden::store_diagnostics(diag, d.p.head_dim, x, stats);
   x.ref_dequantised = reference_attention(c.format, d.q, d.k_init, d.v_init, v_values,
                                           d.block_tables, d.seq_lens, d.p, ReferenceV::dequantised);
   if (v_values.empty())
@@ -264,12 +265,9 @@ int tqref_case_make_writer(int format, const char* name, const uint16_t* key, ui
     golden::WriterCase& w = c.w;
     w.p = capi::writer_params(p);
     require("tqref_case_make_writer", check_writer_params(c.format, w.p));
-    const CacheGeometry g{w.p.num_kv_heads, w.p.head_dim, w.p.block_size, 0,
-                          w.p.v_block_stride_bytes, w.p.v_data_section_bytes};
-    w.num_blocks = blocks_of(k_cache_bytes, g.k_block_bytes(), "k_cache");
-    if (blocks_of(v_cache_bytes, w.p.v_block_stride_bytes, "v_cache") != w.num_blocks)
-      throw capi::BadArgument("v_cache holds " + std::to_string(v_cache_bytes / w.p.v_block_stride_bytes) +
-                              " blocks; allowed: as many as k_cache (" + std::to_string(w.num_blocks) + ")");
+    w.num_blocks = pool_blocks_of({w.p.num_kv_heads, w.p.head_dim, w.p.block_size, 0,
+                                   w.p.v_block_stride_bytes, w.p.v_data_section_bytes},
+                                  k_cache_bytes, v_cache_bytes);
     if (num_tokens > UINT32_MAX) throw capi::BadArgument("num_tokens = " + std::to_string(num_tokens) + "; allowed: < 2^32");
     w.num_tokens = uint32_t(num_tokens);
     w.key = copy_of(key, key_elems, "key");
@@ -303,10 +301,7 @@ int tqref_case_make_decode(int format, const char* name, const uint16_t* q, uint
     require("tqref_case_make_decode", check_decode_params(c.format, d.p));
     const CacheGeometry g{d.p.num_kv_heads, d.p.head_dim, d.p.block_size, 0,
                           d.p.v_block_stride_bytes, d.p.v_data_section_bytes};
-    d.num_blocks = blocks_of(k_cache_bytes, g.k_block_bytes(), "k_cache");
-    if (blocks_of(v_cache_bytes, d.p.v_block_stride_bytes, "v_cache") != d.num_blocks)
-      throw capi::BadArgument("v_cache holds " + std::to_string(v_cache_bytes / d.p.v_block_stride_bytes) +
-                              " blocks; allowed: as many as k_cache (" + std::to_string(d.num_blocks) + ")");
+    d.num_blocks = pool_blocks_of(g, k_cache_bytes, v_cache_bytes);
     d.q = copy_of(q, q_elems, "q");
     d.block_tables = copy_of(block_tables, block_tables_elems, "block_tables");
     d.seq_lens = copy_of(seq_lens, seq_lens_elems, "seq_lens");

@@ -10,10 +10,10 @@ import os
 import numpy as np
 
 from . import _lib
-from ._arrays import as_array, ptr, u32, u64
+from ._arrays import as_array, ptr
 from .errors import BadArgument, BadFile
 from .formats import SPARSE_V_THRESHOLD, get_format
-from .model import Ex2Profile, decode_params
+from .model import Ex2Profile, decode_params, writer_params
 
 NAMED_SUITES = ("smoke", "standard", "real", "models")
 _DTYPES = {1: np.uint8, 2: np.uint16, 3: np.uint32, 4: np.uint64, 5: np.int32, 6: np.int64,
@@ -191,12 +191,8 @@ def make_writer_case(name, key, value, k_cache, v_cache, slot_mapping, num_kv_he
     kc = as_array(k_cache, "k_cache", "kpool")
     vc = as_array(v_cache, "v_cache", "u8")
     sm = as_array(slot_mapping, "slot_mapping", "i64")
-    p = _lib.WriterParams(u32(num_kv_heads, "num_kv_heads"), u32(head_dim, "head_dim"),
-                          u32(block_size, "block_size"), u32(key_stride, "key_stride"),
-                          u32(value_stride, "value_stride"),
-                          u64(k_block_stride_bytes, "k_block_stride_bytes"),
-                          u64(v_block_stride_bytes, "v_block_stride_bytes"),
-                          u64(v_data_section_bytes, "v_data_section_bytes"))
+    p = writer_params(num_kv_heads, head_dim, block_size, key_stride, value_stride,
+                      k_block_stride_bytes, v_block_stride_bytes, v_data_section_bytes)
     h = ctypes.c_void_p()
     _lib.check(_lib.lib.tqref_case_make_writer(
         fmt.index, _name(name), ptr(k_), k_.size, ptr(v_), v_.size, ptr(kc), kc.nbytes, ptr(vc),

@@ -73,6 +73,17 @@ def dequantize_groups(packed, scale_bytes, *, format):
 
 
 # ---- The writer -------------------------------------------------------------------------------
+def writer_params(num_kv_heads, head_dim, block_size, key_stride, value_stride,
+                  k_block_stride_bytes, v_block_stride_bytes, v_data_section_bytes):
+    """The C struct of the writer's scalars, each range-checked as the ABI's u32/u64."""
+    return _lib.WriterParams(u32(num_kv_heads, "num_kv_heads"), u32(head_dim, "head_dim"),
+                             u32(block_size, "block_size"), u32(key_stride, "key_stride"),
+                             u32(value_stride, "value_stride"),
+                             u64(k_block_stride_bytes, "k_block_stride_bytes"),
+                             u64(v_block_stride_bytes, "v_block_stride_bytes"),
+                             u64(v_data_section_bytes, "v_data_section_bytes"))
+
+
 def reshape_and_cache_model(key, value, k_cache, v_cache, slot_mapping, num_kv_heads, head_dim,
                             block_size, key_stride, value_stride, k_block_stride_bytes,
                             v_block_stride_bytes, v_data_section_bytes, *, format):
@@ -85,12 +96,8 @@ def reshape_and_cache_model(key, value, k_cache, v_cache, slot_mapping, num_kv_h
     kc = as_array(k_cache, "k_cache", "kpool", writable=True)
     vc = as_array(v_cache, "v_cache", "u8", writable=True)
     sm = as_array(slot_mapping, "slot_mapping", "i64")
-    p = _lib.WriterParams(u32(num_kv_heads, "num_kv_heads"), u32(head_dim, "head_dim"),
-                          u32(block_size, "block_size"), u32(key_stride, "key_stride"),
-                          u32(value_stride, "value_stride"),
-                          u64(k_block_stride_bytes, "k_block_stride_bytes"),
-                          u64(v_block_stride_bytes, "v_block_stride_bytes"),
-                          u64(v_data_section_bytes, "v_data_section_bytes"))
+    p = writer_params(num_kv_heads, head_dim, block_size, key_stride, value_stride,
+                      k_block_stride_bytes, v_block_stride_bytes, v_data_section_bytes)
     _lib.check(_lib.lib.tqref_reshape_and_cache(
         fmt.index, ptr(k_), k_.size, ptr(v_), v_.size, ptr(kc), kc.nbytes,
         ptr(vc), vc.nbytes, ptr(sm), sm.size, ctypes.byref(p)))
