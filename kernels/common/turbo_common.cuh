@@ -1,6 +1,7 @@
-// Device-side pieces shared by the writer and the decoder: the format tables from the one shared
-// header (model/tqref/format.h) copied into constant memory, exact fp8/fp16 conversions, and the
-// mutant switch. Compiled with -O3 --fmad=false and without fast-math (kernels/CMakeLists.txt).
+// Device-side pieces shared by every kernel (reference-order, fast, testing): the format tables
+// from the one shared header (model/tqref/format.h) copied into constant memory, exact fp8/fp16
+// conversions, the decoders' THRESH. Compiled with -O3 --fmad=false and without fast-math
+// (kernels/CMakeLists.txt).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,13 +12,16 @@
 
 #include "tqref/format.h"
 
-// TQREF_MUTANT selects one deliberately wrong variant (docs/mutants.md); 0 = the correct kernels.
-// The default build never sets it.
-#ifndef TQREF_MUTANT
-#define TQREF_MUTANT 0
+// The decoders' sparse-V threshold THRESH (SPEC section 5): a compile-time constant, default
+// 1e-3f; CMake builds extra decoder modules with others (docs/kernels.md, "Modules").
+#ifndef TQ_PLUS_SPARSE_V_THRESHOLD
+#define TQ_PLUS_SPARSE_V_THRESHOLD 1e-3f
 #endif
 
 namespace tqref::gpu {
+
+// Compared as a float even if the macro is a double literal.
+inline constexpr float kThresh = static_cast<float>(TQ_PLUS_SPARSE_V_THRESHOLD);
 
 // A fixed-size float table that constant memory can be initialised from at compile time.
 template <size_t N> struct FloatTable {

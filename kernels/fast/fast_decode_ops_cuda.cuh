@@ -8,10 +8,6 @@
 #include "../common/turbo_common.cuh"
 #include "fast_decode_core.h"
 
-#ifndef TQ_PLUS_SPARSE_V_THRESHOLD
-#define TQ_PLUS_SPARSE_V_THRESHOLD 1e-3f
-#endif
-
 namespace tqref::fastdec {
 
 struct CudaOps {
@@ -20,9 +16,7 @@ struct CudaOps {
   static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
   static __device__ __forceinline__ float div(float a, float b) { return __fdiv_rn(a, b); }
   static __device__ __forceinline__ float fmax(float a, float b) { return fmaxf(a, b); }
-  static __device__ __forceinline__ float thresh() {
-    return static_cast<float>(TQ_PLUS_SPARSE_V_THRESHOLD);  // a float compare, as the reference
-  }
+  static __device__ __forceinline__ float thresh() { return tqref::gpu::kThresh; }
   __device__ __forceinline__ float expf(float x) const { return tqref::gpu::expf_kernel(x); }
   static __device__ __forceinline__ float shfl_xor(float v, uint32_t off) {
     return __shfl_xor_sync(0xFFFFFFFFu, v, off);

@@ -4,13 +4,16 @@
 // l*VEC .. l*VEC+VEC-1 with VEC = HDIM/32. Each warp runs an online softmax over its part of the
 // sequence (cache block by cache block: batches of 4, then singles), then the 8 warp states are
 // merged through shared memory (stride 4, 2, 1) and warp 0 writes the bf16 output.
-// Every product and sum is written with an explicit round-to-nearest intrinsic and the file is
-// compiled with --fmad=false: one rounding per operation, in the written order.
+// Every product and sum is written with an explicit round-to-nearest intrinsic and the module is
+// compiled with --fmad=false: one rounding per operation, in the written order. The steps a
+// mutant may change are R::... calls of the rules policy R (contract_rules.cuh; ContractRules in
+// the reference modules).
 #pragma once
 #include <cstdint>
 
 #include "../common/expf.cuh"
 #include "../common/turbo_common.cuh"
+#include "contract_rules.cuh"
 
 // HDIM: the compile-time head dimension of this build (128 or 256). Addressing uses the runtime
 // head_dim; lanes always cover HDIM dims, so a launch with head_dim != HDIM reads and writes
@@ -20,14 +23,7 @@
 #endif
 static_assert(HDIM == 128 || HDIM == 256, "HDIM must be 128 or 256");
 
-// Sparse-V threshold. Compared as a float even if defined as a double literal.
-#ifndef TQ_PLUS_SPARSE_V_THRESHOLD
-#define TQ_PLUS_SPARSE_V_THRESHOLD 1e-3f
-#endif
-
 namespace tqref::gpu {
-
-inline constexpr float kThresh = static_cast<float>(TQ_PLUS_SPARSE_V_THRESHOLD);
 
 // Read-only views of the launch parameters that the per-position helpers need.
 struct DecodeCtx {
@@ -67,31 +63,14 @@ __device__ __forceinline__ void load_bf16(const uint16_t* p, bool aligned, float
 
 // Score of one position: per-lane pairwise partial dot product, xor butterfly, times inv_sqrt_d.
 // All 32 lanes end with the same bits (each butterfly step adds the same two values).
-template <uint32_t VEC>
+template <uint32_t VEC, class R>
 __device__ __forceinline__ float score(const float (&qf)[VEC], const float (&kf)[VEC],
                                        float inv_sqrt_d) {
   float part = 0.0f;
 #pragma unroll
-  for (uint32_t i = 0; i < VEC / 2; ++i) {
-#if TQREF_MUTANT == 13
-    // MUTANT 13: fused multiply-add as --fmad=true would contract it
-    part = __fadd_rn(part, __fmaf_rn(qf[2 * i], kf[2 * i], __fmul_rn(qf[2 * i + 1], kf[2 * i + 1])));
-#else
-    // --fmad=false: two products, then their sum, then the running sum, each rounded
-    part = __fadd_rn(part, __fadd_rn(__fmul_rn(qf[2 * i], kf[2 * i]),
-                                     __fmul_rn(qf[2 * i + 1], kf[2 * i + 1])));
-#endif
-  }
-#if TQREF_MUTANT == 10
-#pragma unroll
-  for (uint32_t off = 1; off <= 16; off <<= 1)  // MUTANT 10: butterfly in ascending order
-    part = __fadd_rn(part, __shfl_xor_sync(0xFFFFFFFFu, part, off));
-#else
-#pragma unroll
-  for (uint32_t off = 16; off >= 1; off >>= 1)
-    part = __fadd_rn(part, __shfl_xor_sync(0xFFFFFFFFu, part, off));
-#endif
-  return __fmul_rn(part, inv_sqrt_d);
+  for (uint32_t i = 0; i < VEC / 2; ++i)
+    part = R::add_pair_products(part, qf[2 * i], kf[2 * i], qf[2 * i + 1], kf[2 * i + 1]);
+  return __fmul_rn(R::butterfly_sum(part), inv_sqrt_d);
 }
 
 // K row of position p (physical block `phys`, slot `slot`) for this lane's dims.
@@ -105,23 +84,13 @@ __device__ __forceinline__ void load_k(const DecodeCtx& c, int32_t phys, uint32_
 
 // dequant(p) for this lane's dims: v[i] = f32(f32(fp16(CB)[code_i]) * gs). Reads exactly the
 // bytes holding the lane's codes and its group's scale byte (V rows may have any alignment).
-template <Format F, uint32_t VEC>
+template <Format F, uint32_t VEC, class R>
 __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32_t slot,
                                         uint32_t lane, const float* s_cb16, float (&v)[VEC]) {
   constexpr uint32_t kBits = FormatConst<F>::bits;
   const uint64_t n = static_cast<uint64_t>(c.num_kv_heads) * c.head_dim;
-#if TQREF_MUTANT == 8
-  // MUTANT 8: block stride assumed tight (data section + scale section, no padding)
-  const uint64_t vstride = c.v_data_section + c.block_size * (n / kGroupSize);
-#else
-  const uint64_t vstride = c.v_block_stride;
-#endif
-#if TQREF_MUTANT == 7
-  // MUTANT 7: scale section assumed at the tight offset B*n*b/8
-  const uint64_t data_section = c.block_size * n * kBits / 8;
-#else
-  const uint64_t data_section = c.v_data_section;
-#endif
+  const uint64_t vstride = R::v_block_stride(c.v_block_stride, c.v_data_section, c.block_size, n);
+  const uint64_t data_section = R::scale_section(c.v_data_section, c.block_size, n, kBits);
   const uint8_t* vblk = c.v_cache + static_cast<uint64_t>(static_cast<int64_t>(phys)) * vstride;
   const uint64_t e0 = static_cast<uint64_t>(c.kvh) * c.head_dim + lane * VEC;  // first element
   // Codes: bits e0*b .. (e0+VEC)*b of the row; the start bit offset is 0 or 4 and the span
@@ -134,11 +103,7 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
 #pragma unroll
   for (uint32_t k = 0; k < 4; ++k)
     if (k < nbytes) w |= static_cast<uint32_t>(cp[k]) << (8 * k);
-#if TQREF_MUTANT == 6
-  const uint64_t group = (e0 / kGroupSize) ^ 1u;  // MUTANT 6: the neighbouring group's scale
-#else
-  const uint64_t group = e0 / kGroupSize;  // VEC divides 16: one group per lane
-#endif
+  const uint64_t group = R::scale_group(e0);  // VEC divides 16: one group per lane
   const float gs = fp8e4m3_to_f32(vblk[data_section + slot * (n / kGroupSize) + group]);
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i) {
@@ -147,7 +112,7 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
   }
 }
 
-template <Format F, uint32_t kHdim>
+template <Format F, uint32_t kHdim, class R>
 __device__ __forceinline__ void paged_decode_attn(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const uint8_t* __restrict__ v_cache, __nv_bfloat16* __restrict__ output,
@@ -166,24 +131,14 @@ __device__ __forceinline__ void paged_decode_attn(
   const int32_t L = seq_lens[seq];
   if (L == 0) return;  // nothing is written (uniform across the CTA)
 
-  if (threadIdx.x < kLevels) {
-#if TQREF_MUTANT == 16
-    s_cb16[threadIdx.x] = Tables<F>::codebook()[threadIdx.x];  // MUTANT 16: fp32 codebook
-#else
-    s_cb16[threadIdx.x] = __half2float(__float2half_rn(Tables<F>::codebook()[threadIdx.x]));
-#endif
-  }
+  if (threadIdx.x < kLevels)
+    s_cb16[threadIdx.x] = R::decoder_codebook(Tables<F>::codebook()[threadIdx.x]);
   __syncthreads();
 
   // Partition (positions as int64 so that L near 2^31 cannot overflow; L < 0 is outside the
   // contract and gives empty ranges: zeros are written).
   const int64_t Ll = L;
-#if TQREF_MUTANT == 12
-  // MUTANT 12: window one position too long
-  const int64_t start = (sliding_window > 0u && Ll > sliding_window) ? Ll - sliding_window - 1 : 0;
-#else
-  const int64_t start = (sliding_window > 0u && Ll > sliding_window) ? Ll - sliding_window : 0;
-#endif
+  const int64_t start = R::window_start(Ll, sliding_window);
   const int64_t A = Ll - start;
   const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
   const int64_t w_begin = start + warp * chunk;
@@ -220,24 +175,23 @@ __device__ __forceinline__ void paged_decode_attn(
     const int64_t lb = p / block_size;
     const int64_t blk_end = (lb + 1) * block_size < w_end ? (lb + 1) * block_size : w_end;
     const int32_t phys = c.block_table[lb];
-#if TQREF_MUTANT != 3  // MUTANT 3: no batches, every position is a single
-    for (; p + 4 <= blk_end; p += 4) {
+    for (; R::kTakesBatches && p + 4 <= blk_end; p += 4) {
       const uint32_t slot0 = static_cast<uint32_t>(p - lb * block_size);
       float kf[4][VEC];
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) load_k<VEC>(c, phys, slot0 + b, lane, kf[b]);
       float sc[4];
 #pragma unroll
-      for (uint32_t b = 0; b < 4; ++b) sc[b] = score<VEC>(qf, kf[b], inv_sqrt_d);
+      for (uint32_t b = 0; b < 4; ++b) sc[b] = score<VEC, R>(qf, kf[b], inv_sqrt_d);
       const float mn = fmaxf(fmaxf(fmaxf(fmaxf(m, sc[0]), sc[1]), sc[2]), sc[3]);
-      const float eo = expf_kernel(__fsub_rn(m, mn));
+      const float eo = R::expf(__fsub_rn(m, mn));
 #pragma unroll
       for (uint32_t i = 0; i < VEC; ++i) o[i] = __fmul_rn(o[i], eo);
       l = __fmul_rn(l, eo);
       float ef[4];
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) {
-        ef[b] = expf_kernel(__fsub_rn(sc[b], mn));
+        ef[b] = R::expf(__fsub_rn(sc[b], mn));
         l = __fadd_rn(l, ef[b]);
       }
       m = mn;
@@ -245,15 +199,8 @@ __device__ __forceinline__ void paged_decode_attn(
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) {
         // ef[b] is warp-uniform, so a skipped position issues no V load at all.
-#if TQREF_MUTANT == 5
-        const bool use = ef[b] >= kThresh;  // MUTANT 5: a factor equal to THRESH is not skipped
-#elif TQREF_MUTANT == 15
-        const bool use = true;  // MUTANT 15: sparse-V skip disabled
-#else
-        const bool use = ef[b] > kThresh;
-#endif
-        if (use) {
-          dequant<F, VEC>(c, phys, slot0 + b, lane, s_cb16, v[b]);
+        if (R::uses_v(ef[b])) {
+          dequant<F, VEC, R>(c, phys, slot0 + b, lane, s_cb16, v[b]);
         } else {
 #pragma unroll
           for (uint32_t i = 0; i < VEC; ++i) v[b][i] = 0.0f;
@@ -262,47 +209,27 @@ __device__ __forceinline__ void paged_decode_attn(
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) {
 #pragma unroll
-        for (uint32_t i = 0; i < VEC; ++i) {
-#if TQREF_MUTANT == 13
-          o[i] = __fmaf_rn(ef[b], v[b][i], o[i]);  // MUTANT 13: fused multiply-add
-#else
-          o[i] = __fadd_rn(o[i], __fmul_rn(ef[b], v[b][i]));  // --fmad=false: two roundings
-#endif
-        }
+        for (uint32_t i = 0; i < VEC; ++i) o[i] = R::batch_accumulate(o[i], ef[b], v[b][i]);
       }
     }
-#endif
     for (; p < blk_end; ++p) {
       const uint32_t slot = static_cast<uint32_t>(p - lb * block_size);
       float kf[VEC];
       load_k<VEC>(c, phys, slot, lane, kf);
-      const float sc = score<VEC>(qf, kf, inv_sqrt_d);
+      const float sc = score<VEC, R>(qf, kf, inv_sqrt_d);
       const float mn = fmaxf(m, sc);
-      const float eo = expf_kernel(__fsub_rn(m, mn));
-      const float en = expf_kernel(__fsub_rn(sc, mn));
+      const float eo = R::expf(__fsub_rn(m, mn));
+      const float en = R::expf(__fsub_rn(sc, mn));
       l = __fadd_rn(__fmul_rn(l, eo), en);
       float v[VEC];
-#if TQREF_MUTANT == 5
-      const bool use = en >= kThresh;  // MUTANT 5
-#elif TQREF_MUTANT == 15
-      const bool use = true;  // MUTANT 15
-#else
-      const bool use = en > kThresh;
-#endif
-      if (use) {
-        dequant<F, VEC>(c, phys, slot, lane, s_cb16, v);
+      if (R::uses_v(en)) {
+        dequant<F, VEC, R>(c, phys, slot, lane, s_cb16, v);
       } else {
 #pragma unroll
         for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
       }
 #pragma unroll
-      for (uint32_t i = 0; i < VEC; ++i) {
-#if TQREF_MUTANT == 13
-        o[i] = __fmaf_rn(en, v[i], __fmul_rn(o[i], eo));  // MUTANT 13
-#else
-        o[i] = __fadd_rn(__fmul_rn(o[i], eo), __fmul_rn(en, v[i]));  // --fmad=false
-#endif
-      }
+      for (uint32_t i = 0; i < VEC; ++i) o[i] = R::single_update(o[i], eo, en, v[i]);
       m = mn;
     }
   }
@@ -315,28 +242,15 @@ __device__ __forceinline__ void paged_decode_attn(
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i) s_o[warp][lane * VEC + i] = o[i];
   __syncthreads();
-#if TQREF_MUTANT == 4
-  // MUTANT 4: warp 0 absorbs warps 1..7 one after another instead of the stride-4/2/1 tree
-  constexpr uint32_t kMergeSteps = kDecodeWarps - 1;
-#else
-  constexpr uint32_t kMergeSteps = 3;  // stride 4, 2, 1
-#endif
-  for (uint32_t step = 0; step < kMergeSteps; ++step) {
-#if TQREF_MUTANT == 4
-    const bool absorbs = warp == 0;
-    const uint32_t other = step + 1;
-#else
-    const uint32_t stride = (kDecodeWarps / 2) >> step;
-    const bool absorbs = warp < stride;
-    const uint32_t other = warp + stride;
-#endif
-    if (absorbs) {
+  for (uint32_t step = 0; step < R::kMergeSteps; ++step) {
+    uint32_t other;
+    if (R::merge_partner(step, warp, other)) {
       const float lo = s_l[other];
       if (lo > 0.0f) {  // a NaN or empty warp state is not merged
         const float mo = s_m[other];
         const float mn = fmaxf(m, mo);
-        const float a = expf_kernel(__fsub_rn(m, mn));
-        const float cf = expf_kernel(__fsub_rn(mo, mn));
+        const float a = R::expf(__fsub_rn(m, mn));
+        const float cf = R::expf(__fsub_rn(mo, mn));
         l = __fadd_rn(__fmul_rn(l, a), __fmul_rn(lo, cf));  // --fmad=false: two roundings
         m = mn;
 #pragma unroll
@@ -365,14 +279,16 @@ __device__ __forceinline__ void paged_decode_attn(
 
 }  // namespace tqref::gpu
 
-#define TQREF_DEFINE_DECODER(NAME, FMT)                                                          \
+// The decoder entry point NAME for format FMT with rules policy RULES (same name and parameters
+// for the reference modules and every decoder mutant).
+#define TQREF_DEFINE_DECODER(NAME, FMT, RULES)                                                   \
   extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
       const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
       __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
       uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
       uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
       uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window) {   \
-    tqref::gpu::paged_decode_attn<tqref::Format::FMT, HDIM>(                                     \
+    tqref::gpu::paged_decode_attn<tqref::Format::FMT, HDIM, RULES>(                              \
         q, k_cache, v_cache, output, block_tables, seq_lens, max_blocks_per_seq, num_q_heads,    \
         num_kv_heads, head_dim, block_size, inv_sqrt_d, q_stride, v_block_stride_bytes,          \
         v_data_section_bytes, sliding_window);                                                   \
