@@ -84,10 +84,6 @@ TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint3
 // block inside the range (the reference-order kernel's block-by-block loop). Positions fit in
 // uint32_t (seq_lens are int32). Only table entries of blocks holding positions of the range
 // are read.
-template <bool V> struct BoolC {
-  static constexpr bool value = V;
-};
-
 struct Walker {
   uint32_t p, w_end, seg_end, lb;  // next position, range end, end of p's segment, p's block
   int32_t phys;                    // physical block of p
@@ -252,6 +248,351 @@ TQF_HD uint32_t v_codes(const VPlace<F, VEC>& vp, uint32_t lo, uint32_t hi) {
   return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> vp.wshift);
 }
 
+// What one thread of a CTA knows for its whole run: the launch, its warp and lane, the kv head
+// and the HT q heads it serves, where its K and V bytes lie, and its q values.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct CtaCtx {
+  static constexpr uint32_t VEC = kHdim / kWarpSize;
+  const Args& a;
+  Shared<kHdim>& sm;
+  Ops& ops;
+  uint32_t warp, lane, seq, qh0, kvh;
+  uint32_t my_h;                 // the head whose softmax chain this lane runs (lane % HT)
+  const int32_t* table;          // this sequence's block-table row
+  bool k_aligned;                // k_cache 16-byte aligned: vector K loads
+  uint32_t B, k_row_stride;      // block_size; elements between slots of the K pool
+  VPlace<F, VEC> vp;
+  float qf[HT][VEC];
+};
+
+// A lane's running state: o for every head; m and l of head my_h (the chain lanes); the
+// statistics counters of the _stats entry points.
+template <uint32_t HT, uint32_t VEC> struct LaneState {
+  float o[HT][VEC];
+  float m, l;
+  unsigned long long n_pairs, n_skipped, n_vrows;
+};
+
+// This lane's first K element of slot `slot` of physical block `phys` (head kvh).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD const uint16_t* k_lane(const CtaCtx<Ops, F, kHdim, HT>& c, int32_t phys, uint32_t slot) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  return c.a.k_cache +
+         ((static_cast<uint64_t>(static_cast<int64_t>(phys)) * c.B + slot) * c.a.num_kv_heads +
+          c.kvh) * c.a.head_dim +
+         c.lane * VEC;
+}
+
+// Phase A, part 1: the tile's K rows, one vector load per lane and position, all issued before
+// use; then the next tile's K rows into L2 while this tile computes (the walker is already past
+// this tile: wk.p is the next tile's first position, in block wk.phys).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD void load_tile_k(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk, const Tile& t,
+                        uint32_t tn, uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  const uint16_t* kp = k_lane(c, t.phys, t.slot0);
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    if (j < tn) {
+      Ops::template load_k_raw<VEC>(kp + j * c.k_row_stride, c.k_aligned, kraw[j]);
+    } else {
+TQF_UNROLL
+      for (uint32_t i = 0; i < VEC / 2; ++i) kraw[j][i] = 0;
+    }
+  }
+  if (wk.p < wk.w_end) {
+    const uint32_t next_n = wk.seg_end - wk.p < kTile ? wk.seg_end - wk.p : kTile;
+    const uint16_t* np = k_lane(c, wk.phys, wk.p - wk.lb * c.B);
+TQF_UNROLL
+    for (uint32_t j = 0; j < kTile; ++j)
+      if (j < next_n) Ops::prefetch_l2(np + j * c.k_row_stride);
+  }
+}
+
+// Phase A, part 2: the scores of every (head, position) of the tile into sm.sc: the per-lane
+// pairwise partials in the reference order, reduced by the transposed butterfly, times
+// inv_sqrt_d.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD void tile_scores(const CtaCtx<Ops, F, kHdim, HT>& c,
+                        const uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  constexpr uint32_t N = HT * kTile;  // combinations (head, position) per tile
+  constexpr uint32_t K = kLog2<N>;
+  static_assert(K <= 5, "HT * kTile must be 8, 16 or 32");
+  float val[N];
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    float kf[VEC];
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC / 2; ++i) {
+      kf[2 * i] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] & 0xFFFFu));
+      kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] >> 16));
+    }
+TQF_UNROLL
+    for (uint32_t h = 0; h < HT; ++h) {
+      float part = 0.0f;
+TQF_UNROLL
+      for (uint32_t i = 0; i < VEC / 2; ++i)
+        // --fmad=false: two products, their sum, the running sum, each rounded
+        part = Ops::add(part, Ops::add(Ops::mul(c.qf[h][2 * i], kf[2 * i]),
+                                       Ops::mul(c.qf[h][2 * i + 1], kf[2 * i + 1])));
+      val[j * HT + h] = part;
+    }
+  }
+  transposed_steps<Ops, N, 16>(val, c.lane);
+  const uint32_t combo = c.lane >> (5 - K);
+  if ((c.lane & ((1u << (5 - K)) - 1u)) == 0)
+    c.sm.sc[c.warp][combo] = Ops::mul(val[0], c.a.inv_sqrt_d);
+}
+
+// Phase A, part 3: the softmax chain of head my_h over the tile's steps, exactly as the
+// reference-order batch/single updates; the factors go to buffer `buf` (eo at a step's first
+// position, ef at every position).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, uint32_t VEC>
+TQF_HD void softmax_chain(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, VEC>& st,
+                          uint32_t buf, uint32_t tn, uint32_t start_mask, uint32_t batch_mask) {
+  const float(&sc)[kTile * kMaxHT] = c.sm.sc[c.warp];
+  const uint32_t h = c.my_h;
+  float mn = st.m;
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    if (j < tn) {
+      const float s = sc[j * HT + h];
+      if ((start_mask >> j) & 1u) {
+        mn = Ops::fmax(st.m, s);
+        if ((batch_mask >> j) & 1u) {
+          if (j + 3 < kTile) {
+            mn = Ops::fmax(mn, sc[(j + 1) * HT + h]);
+            mn = Ops::fmax(mn, sc[(j + 2) * HT + h]);
+            mn = Ops::fmax(mn, sc[(j + 3) * HT + h]);
+          }
+        }
+        const float eo = c.ops.expf(Ops::sub(st.m, mn));
+        st.l = Ops::mul(st.l, eo);
+        if (c.lane < HT) c.sm.eo[buf][c.warp][j * HT + h] = eo;
+        st.m = mn;
+      }
+      const float ef = c.ops.expf(Ops::sub(s, mn));
+      st.l = Ops::add(st.l, ef);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
+      if (c.lane < HT) c.sm.ef[buf][c.warp][j * HT + h] = ef;
+    }
+  }
+}
+
+// Phase A, part 4: the skip decisions of every (head, position) and the V bytes of the
+// positions used by any head, all loads issued before use (decoded in phase B).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, uint32_t VEC>
+TQF_HD void load_tile_v(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, VEC>& st,
+                        Pending& pd, uint32_t tn) {
+  const int64_t phys = static_cast<int64_t>(pd.t.phys);
+  const uint8_t* vblk = c.a.v_cache + static_cast<uint64_t>(phys) * c.a.v_block_stride;
+  uint32_t use_mask = 0;
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    pd.vlo[j] = 0;
+    pd.vhi[j] = 0;
+    pd.vscale[j] = 0;
+    if (j < tn) {
+      uint32_t any = 0;
+TQF_UNROLL
+      for (uint32_t h = 0; h < HT; ++h) {
+        const uint32_t use = c.sm.ef[pd.buf][c.warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
+        use_mask |= use << (j * HT + h);
+        any |= use;
+      }
+      if (any)
+        load_v_raw<Ops, F, VEC>(c.a, c.vp, vblk, pd.t.slot0 + j, pd.vlo[j], pd.vhi[j],
+                                pd.vscale[j]);
+      if constexpr (kStats) st.n_vrows += any;
+    }
+  }
+  pd.use_mask = use_mask;
+}
+
+// Phase A of a tile: K loads, scores, the softmax chain, skip decisions and V loads. kFull: a
+// tile of kTile positions made of two batches (the common case inside a cache block), with
+// every mask a constant; otherwise the masks of pd.t.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, bool kFull>
+TQF_HD void phase_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
+                    LaneState<HT, kHdim / kWarpSize>& st, Pending& pd) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  const uint32_t tn = kFull ? kTile : pd.t.n;
+  const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
+  const uint32_t batch_mask = kFull ? 0x11u : pd.t.batch_mask;
+  uint32_t kraw[kTile][VEC / 2];
+  load_tile_k(c, wk, pd.t, tn, kraw);
+  tile_scores(c, kraw);
+  c.ops.sync_warp();
+  softmax_chain(c, st, pd.buf, tn, start_mask, batch_mask);
+  c.ops.sync_warp();
+  load_tile_v<Ops, F, kHdim, HT, kStats>(c, st, pd, tn);
+}
+
+// Phase B: o updates in step order, rescale at each step start, then o + ef*v per position.
+// kAll: every head uses every position of the tile (the common case; no per-head tests).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, bool kFull, bool kAll>
+TQF_HD void phase_b(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, kHdim / kWarpSize>& st,
+                    const Pending& pd) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  constexpr uint32_t kBits = FormatConst<F>::bits;
+  const uint32_t tn = kFull ? kTile : pd.t.n;
+  const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
+  const uint32_t use_mask = pd.use_mask;
+  const float(&ef_buf)[kTile * kMaxHT] = c.sm.ef[pd.buf][c.warp];
+  const float(&eo_buf)[kTile * kMaxHT] = c.sm.eo[pd.buf][c.warp];
+TQF_UNROLL
+  for (uint32_t j = 0; j < kTile; ++j) {
+    if (j < tn) {
+      if ((start_mask >> j) & 1u) {
+TQF_UNROLL
+        for (uint32_t h = 0; h < HT; ++h) {
+          const float eo = eo_buf[j * HT + h];
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i) st.o[h][i] = Ops::mul(st.o[h][i], eo);
+        }
+      }
+      float v[VEC];
+      if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
+        const float gs = c.sm.fp8[pd.vscale[j]];
+        const uint32_t codes = v_codes<F, VEC>(c.vp, pd.vlo[j], pd.vhi[j]);
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC; ++i)
+          v[i] = Ops::mul(c.sm.cb16[(codes >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
+      } else {
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
+      }
+TQF_UNROLL
+      for (uint32_t h = 0; h < HT; ++h) {
+        const float ef = ef_buf[j * HT + h];
+        if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i)
+            st.o[h][i] = Ops::add(st.o[h][i], Ops::mul(ef, v[i]));
+        } else {
+          const float z = Ops::mul(ef, 0.0f);  // the reference-order ef * v with v = 0
+TQF_UNROLL
+          for (uint32_t i = 0; i < VEC; ++i) st.o[h][i] = Ops::add(st.o[h][i], z);
+          if constexpr (kStats) ++st.n_skipped;
+        }
+      }
+      if constexpr (kStats) st.n_pairs += HT;
+    }
+  }
+}
+
+// Phase A with the variant the tile needs (all masks constant for a full tile).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
+TQF_HD void run_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
+                  LaneState<HT, kHdim / kWarpSize>& st, Pending& pd) {
+  if (pd.t.n == kTile) {
+    phase_a<Ops, F, kHdim, HT, kStats, true>(c, wk, st, pd);
+  } else {
+    phase_a<Ops, F, kHdim, HT, kStats, false>(c, wk, st, pd);
+  }
+}
+
+// Phase B with the variant the tile needs (no per-head tests when every head uses every
+// position of a full tile).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
+TQF_HD void run_b(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, kHdim / kWarpSize>& st,
+                  const Pending& pd) {
+  const uint32_t used_bits = pd.t.n * HT;  // <= 32
+  const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
+  if (pd.t.n == kTile && pd.use_mask == all_mask) {
+    phase_b<Ops, F, kHdim, HT, kStats, true, true>(c, st, pd);
+  } else if (pd.t.n == kTile) {
+    phase_b<Ops, F, kHdim, HT, kStats, true, false>(c, st, pd);
+  } else {
+    phase_b<Ops, F, kHdim, HT, kStats, false, false>(c, st, pd);
+  }
+}
+
+// Software pipeline over the warp's tiles of [w_begin, w_end): phase A of tile i+1 runs before
+// phase B of tile i. The m/l chain (phase A) and the o updates (phase B) each stay in tile
+// order.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
+TQF_HD void walk_tiles(const CtaCtx<Ops, F, kHdim, HT>& c, uint32_t w_begin, uint32_t w_end,
+                       LaneState<HT, kHdim / kWarpSize>& st) {
+  Walker wk{};
+  walker_init<Ops>(wk, w_begin, w_end, c.table, c.B);
+  if (wk.p >= wk.w_end) return;
+  Pending cur;
+  cur.buf = 0;
+  next_tile<Ops>(wk, cur.t, c.table, c.B);
+  run_a<Ops, F, kHdim, HT, kStats>(c, wk, st, cur);
+  for (;;) {
+    const bool more = wk.p < wk.w_end;
+    Pending nxt;
+    if (more) {
+      nxt.buf = cur.buf ^ 1u;
+      next_tile<Ops>(wk, nxt.t, c.table, c.B);
+      run_a<Ops, F, kHdim, HT, kStats>(c, wk, st, nxt);
+    }
+    run_b<Ops, F, kHdim, HT, kStats>(c, st, cur);
+    c.ops.sync_warp();  // buffer cur.buf is rewritten by the tile after next
+    if (!more) break;
+    cur = nxt;
+  }
+}
+
+// Merge and output of head qh0 + h: the reference-order merge (stride 4, 2, 1, l > 0 test)
+// with this head's warp states, then warp 0 stores bf16(o * 1/l).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD void merge_head(const CtaCtx<Ops, F, kHdim, HT>& c,
+                       const LaneState<HT, kHdim / kWarpSize>& st, uint32_t h) {
+  constexpr uint32_t VEC = kHdim / kWarpSize;
+  const Args& a = c.a;
+  Shared<kHdim>& sm = c.sm;
+  const uint32_t warp = c.warp, lane = c.lane;
+  float mh = Ops::shfl_idx(st.m, h), lh = Ops::shfl_idx(st.l, h);
+  float oh[VEC];
+TQF_UNROLL
+  for (uint32_t i = 0; i < VEC; ++i) oh[i] = st.o[h][i];
+  if (lane == 0) {
+    sm.m[warp] = mh;
+    sm.l[warp] = lh;
+  }
+TQF_UNROLL
+  for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
+  c.ops.sync_cta();
+  for (uint32_t step = 0; step < 3; ++step) {
+    const uint32_t stride = (kDecodeWarps / 2) >> step;  // 4, 2, 1
+    if (warp < stride) {
+      const uint32_t other = warp + stride;
+      const float lo = sm.l[other];
+      if (lo > 0.0f) {  // a NaN or empty warp state is not merged
+        const float mo = sm.m[other];
+        const float mn = Ops::fmax(mh, mo);
+        const float af = c.ops.expf(Ops::sub(mh, mn));
+        const float cf = c.ops.expf(Ops::sub(mo, mn));
+        lh = Ops::add(Ops::mul(lh, af), Ops::mul(lo, cf));
+        mh = mn;
+TQF_UNROLL
+        for (uint32_t i = 0; i < VEC; ++i)
+          oh[i] = Ops::add(Ops::mul(oh[i], af), Ops::mul(sm.o[other][lane * VEC + i], cf));
+      }
+      if (lane == 0) {
+        sm.m[warp] = mh;
+        sm.l[warp] = lh;
+      }
+TQF_UNROLL
+      for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
+    }
+    c.ops.sync_cta();
+  }
+  if (warp == 0) {
+    const float inv = lh > 0.0f ? Ops::div(1.0f, lh) : 0.0f;  // correctly rounded; NaN -> 0
+    const uint64_t row = (static_cast<uint64_t>(c.seq) * a.num_q_heads + c.qh0 + h) * a.head_dim +
+                         lane * VEC;
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; ++i) {
+      const float y = Ops::mul(oh[i], inv);
+      Ops::store_u16(a.output + row + i, Ops::to_bf16(y));
+      if (a.out_f32 != nullptr) a.out_f32[row + i] = y;
+    }
+  }
+}
+
 // One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread of
 // the CTA calls this; control flow around Ops::sync_warp/shuffles is warp-uniform. kStats: the
 // _stats entry points (counters in a.stats); the other entry points carry no counting code.
@@ -259,11 +600,7 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
 TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
                        Shared<kHdim>& sm, Ops& ops) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
-  constexpr uint32_t kBits = FormatConst<F>::bits;
   constexpr uint32_t kLevels = FormatConst<F>::levels;
-  constexpr uint32_t N = HT * kTile;              // combinations (head, position) per tile
-  constexpr uint32_t K = kLog2<N>;
-  static_assert(K <= 5, "HT * kTile must be 8, 16 or 32");
   const uint32_t warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int32_t L = Ops::load_i32(a.seq_lens + seq);
   if (L == 0) return;  // nothing is written (uniform across the CTA)
@@ -274,7 +611,8 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
 
   // The reference-order kernel's partition, identical for every head of the sequence.
   const int64_t Ll = L;
-  const int64_t start = (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
+  const int64_t start =
+      (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
   const int64_t A = Ll - start;
   const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
   const int64_t wb = start + warp * chunk;
@@ -283,307 +621,39 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   const uint32_t w_begin = wb < we ? static_cast<uint32_t>(wb) : 0u;
   const uint32_t w_end = wb < we ? static_cast<uint32_t>(we) : 0u;
 
-  const uint32_t G = a.num_q_heads / a.num_kv_heads;
-  const uint32_t kvh = qh0 / G;
-  const int32_t* table = a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq;
-  const bool k_aligned = Ops::aligned16(a.k_cache);
-  const uint32_t B = a.block_size;
-  const uint32_t k_row_stride = a.num_kv_heads * a.head_dim;  // elements between slots
-  const VPlace<F, VEC> vp = v_place<Ops, F, VEC>(a, kvh, lane);
-
-  float qf[HT][VEC];
+  const uint32_t kvh = qh0 / (a.num_q_heads / a.num_kv_heads);
+  CtaCtx<Ops, F, kHdim, HT> c{a, sm, ops, warp, lane, seq, qh0, kvh, lane % HT,
+                              a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq,
+                              Ops::aligned16(a.k_cache), a.block_size,
+                              a.num_kv_heads * a.head_dim, v_place<Ops, F, VEC>(a, kvh, lane),
+                              {}};
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) {
     const uint16_t* qp = a.q + static_cast<uint64_t>(seq) * a.q_stride +
                          static_cast<uint64_t>(qh0 + h) * a.head_dim + lane * VEC;
 TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) qf[h][i] = Ops::bf16(Ops::load_u16(qp + i));
+    for (uint32_t i = 0; i < VEC; ++i) c.qf[h][i] = Ops::bf16(Ops::load_u16(qp + i));
   }
 
-  // Lane state: o for every head; m and l of head lane % HT (the chain lanes).
-  float o[HT][VEC];
+  LaneState<HT, VEC> st;
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h)
 TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) o[h][i] = 0.0f;
-  float m = -1e30f, l = 0.0f;
-  const uint32_t my_h = lane % HT;
-  unsigned long long n_pairs = 0, n_skipped = 0, n_vrows = 0;
+    for (uint32_t i = 0; i < VEC; ++i) st.o[h][i] = 0.0f;
+  st.m = -1e30f;
+  st.l = 0.0f;
+  st.n_pairs = st.n_skipped = st.n_vrows = 0;
 
-  Walker wk{};  // set by walker_init below; the phase lambdas read it
-  // This lane's first K element of slot `slot` of physical block `phys` (head kvh).
-  auto k_lane = [&](int32_t phys, uint32_t slot) {
-    return a.k_cache +
-           ((static_cast<uint64_t>(static_cast<int64_t>(phys)) * B + slot) * a.num_kv_heads + kvh) * a.head_dim +
-           lane * VEC;
-  };
-  // Phase A of a tile: scores, the softmax chain (m, l, factors into buffer pd.buf), the skip
-  // decisions and the V loads. kFull: a tile of kTile positions made of two batches (the
-  // common case inside a cache block), with every mask a constant; otherwise the masks of t.
-  auto phase_a = [&](Pending& pd, auto full) {
-    constexpr bool kFull = decltype(full)::value;
-    const Tile& t = pd.t;
-    const uint32_t tn = kFull ? kTile : t.n;
-    const uint32_t start_mask = kFull ? 0x11u : t.start_mask;
-    const uint32_t batch_mask = kFull ? 0x11u : t.batch_mask;
-    const int64_t phys = static_cast<int64_t>(t.phys);
-
-    // K rows of the tile: one vector load per lane and position, all issued before use.
-    const uint16_t* kp = k_lane(t.phys, t.slot0);
-    uint32_t kraw[kTile][VEC / 2];
-TQF_UNROLL
-    for (uint32_t j = 0; j < kTile; ++j) {
-      if (j < tn) {
-        Ops::template load_k_raw<VEC>(kp + j * k_row_stride, k_aligned, kraw[j]);
-      } else {
-TQF_UNROLL
-        for (uint32_t i = 0; i < VEC / 2; ++i) kraw[j][i] = 0;
-      }
-    }
-
-    // The next tile's K rows into L2 while this tile computes (the walker is already past
-    // this tile: wk.p is the next tile's first position, in block wk.phys).
-    if (wk.p < wk.w_end) {
-      const uint32_t next_n = wk.seg_end - wk.p < kTile ? wk.seg_end - wk.p : kTile;
-      const uint16_t* np = k_lane(wk.phys, wk.p - wk.lb * B);
-TQF_UNROLL
-      for (uint32_t j = 0; j < kTile; ++j)
-        if (j < next_n) Ops::prefetch_l2(np + j * k_row_stride);
-    }
-
-    // Per-lane partials of every (head, position): the reference-order pairwise sums, in order.
-    float val[N];
-TQF_UNROLL
-    for (uint32_t j = 0; j < kTile; ++j) {
-      float kf[VEC];
-TQF_UNROLL
-      for (uint32_t i = 0; i < VEC / 2; ++i) {
-        kf[2 * i] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] & 0xFFFFu));
-        kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] >> 16));
-      }
-TQF_UNROLL
-      for (uint32_t h = 0; h < HT; ++h) {
-        float part = 0.0f;
-TQF_UNROLL
-        for (uint32_t i = 0; i < VEC / 2; ++i)
-          // --fmad=false: two products, their sum, the running sum, each rounded
-          part = Ops::add(part, Ops::add(Ops::mul(qf[h][2 * i], kf[2 * i]),
-                                         Ops::mul(qf[h][2 * i + 1], kf[2 * i + 1])));
-        val[j * HT + h] = part;
-      }
-    }
-    transposed_steps<Ops, N, 16>(val, lane);
-    {
-      const uint32_t combo = lane >> (5 - K);
-      if ((lane & ((1u << (5 - K)) - 1u)) == 0) sm.sc[warp][combo] = Ops::mul(val[0], a.inv_sqrt_d);
-    }
-    ops.sync_warp();
-
-    // Softmax chain of head my_h, step by step exactly as the reference-order batch/single
-    // updates.
-    {
-      float mn = m;
-TQF_UNROLL
-      for (uint32_t j = 0; j < kTile; ++j) {
-        if (j < tn) {
-          const float s = sm.sc[warp][j * HT + my_h];
-          if ((start_mask >> j) & 1u) {
-            mn = Ops::fmax(m, s);
-            if ((batch_mask >> j) & 1u) {
-              if (j + 3 < kTile) {
-                mn = Ops::fmax(mn, sm.sc[warp][(j + 1) * HT + my_h]);
-                mn = Ops::fmax(mn, sm.sc[warp][(j + 2) * HT + my_h]);
-                mn = Ops::fmax(mn, sm.sc[warp][(j + 3) * HT + my_h]);
-              }
-            }
-            const float eo = ops.expf(Ops::sub(m, mn));
-            l = Ops::mul(l, eo);
-            if (lane < HT) sm.eo[pd.buf][warp][j * HT + my_h] = eo;
-            m = mn;
-          }
-          const float ef = ops.expf(Ops::sub(s, mn));
-          l = Ops::add(l, ef);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
-          if (lane < HT) sm.ef[pd.buf][warp][j * HT + my_h] = ef;
-        }
-      }
-    }
-    ops.sync_warp();
-
-    // V rows used by any head of the tile, all loads issued before use.
-    const uint8_t* vblk = a.v_cache + static_cast<uint64_t>(phys) * a.v_block_stride;
-    uint32_t* vlo = pd.vlo;
-    uint32_t* vhi = pd.vhi;
-    uint32_t* vscale = pd.vscale;
-    uint32_t use_mask = 0;
-TQF_UNROLL
-    for (uint32_t j = 0; j < kTile; ++j) {
-      vlo[j] = 0;
-      vhi[j] = 0;
-      vscale[j] = 0;
-      if (j < tn) {
-        uint32_t any = 0;
-TQF_UNROLL
-        for (uint32_t h = 0; h < HT; ++h) {
-          const uint32_t use = sm.ef[pd.buf][warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
-          use_mask |= use << (j * HT + h);
-          any |= use;
-        }
-        if (any) load_v_raw<Ops, F, VEC>(a, vp, vblk, t.slot0 + j, vlo[j], vhi[j], vscale[j]);
-        if constexpr (kStats) n_vrows += any;
-      }
-    }
-    pd.use_mask = use_mask;
-  };
-
-  // Phase B: o updates in step order, rescale at each step start, then o + ef*v per position.
-  // kAll: every head uses every position of the tile (the common case; no per-head tests).
-  auto phase_b = [&](const Pending& pd, auto full, auto all) {
-    constexpr bool kFull = decltype(full)::value;
-    constexpr bool kAll = decltype(all)::value;
-    const uint32_t tn = kFull ? kTile : pd.t.n;
-    const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
-    const uint32_t use_mask = pd.use_mask;
-    const float(&ef_buf)[kTile * kMaxHT] = sm.ef[pd.buf][warp];
-    const float(&eo_buf)[kTile * kMaxHT] = sm.eo[pd.buf][warp];
-TQF_UNROLL
-    for (uint32_t j = 0; j < kTile; ++j) {
-      if (j < tn) {
-        if ((start_mask >> j) & 1u) {
-TQF_UNROLL
-          for (uint32_t h = 0; h < HT; ++h) {
-            const float eo = eo_buf[j * HT + h];
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::mul(o[h][i], eo);
-          }
-        }
-        float v[VEC];
-        if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
-          const float gs = sm.fp8[pd.vscale[j]];
-          const uint32_t codes = v_codes<F, VEC>(vp, pd.vlo[j], pd.vhi[j]);
-TQF_UNROLL
-          for (uint32_t i = 0; i < VEC; ++i)
-            v[i] = Ops::mul(sm.cb16[(codes >> (i * kBits)) & ((1u << kBits) - 1u)], gs);
-        } else {
-TQF_UNROLL
-          for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
-        }
-TQF_UNROLL
-        for (uint32_t h = 0; h < HT; ++h) {
-          const float ef = ef_buf[j * HT + h];
-          if (kAll || ((use_mask >> (j * HT + h)) & 1u)) {
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], Ops::mul(ef, v[i]));
-          } else {
-            const float z = Ops::mul(ef, 0.0f);  // the reference-order ef * v with v = 0
-TQF_UNROLL
-            for (uint32_t i = 0; i < VEC; ++i) o[h][i] = Ops::add(o[h][i], z);
-            if constexpr (kStats) ++n_skipped;
-          }
-        }
-        if constexpr (kStats) n_pairs += HT;
-      }
-    }
-  };
-  auto run_a = [&](Pending& pd) {
-    if (pd.t.n == kTile) {
-      phase_a(pd, BoolC<true>{});
-    } else {
-      phase_a(pd, BoolC<false>{});
-    }
-  };
-  auto run_b = [&](const Pending& pd) {
-    const uint32_t used_bits = pd.t.n * HT;  // <= 32
-    const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
-    if (pd.t.n == kTile && pd.use_mask == all_mask) {
-      phase_b(pd, BoolC<true>{}, BoolC<true>{});
-    } else if (pd.t.n == kTile) {
-      phase_b(pd, BoolC<true>{}, BoolC<false>{});
-    } else {
-      phase_b(pd, BoolC<false>{}, BoolC<false>{});
-    }
-  };
-
-  // Software pipeline over the warp's tiles: phase A of tile i+1 runs before phase B of tile i.
-  // The m/l chain (phase A) and the o updates (phase B) each stay in tile order.
-  walker_init<Ops>(wk, w_begin, w_end, table, B);
-  if (wk.p < wk.w_end) {
-    Pending cur;
-    cur.buf = 0;
-    next_tile<Ops>(wk, cur.t, table, B);
-    run_a(cur);
-    for (;;) {
-      const bool more = wk.p < wk.w_end;
-      Pending nxt;
-      if (more) {
-        nxt.buf = cur.buf ^ 1u;
-        next_tile<Ops>(wk, nxt.t, table, B);
-        run_a(nxt);
-      }
-      run_b(cur);
-      ops.sync_warp();  // buffer cur.buf is rewritten by the tile after next
-      if (!more) break;
-      cur = nxt;
-    }
-  }
+  walk_tiles<Ops, F, kHdim, HT, kStats>(c, w_begin, w_end, st);
 
   if (kStats && lane == 0) {
-    ops.atomic_add(a.stats + 0, n_pairs);
-    ops.atomic_add(a.stats + 1, n_skipped);
-    ops.atomic_add(a.stats + 2, n_vrows);
+    ops.atomic_add(a.stats + 0, st.n_pairs);
+    ops.atomic_add(a.stats + 1, st.n_skipped);
+    ops.atomic_add(a.stats + 2, st.n_vrows);
   }
-
-  // Merge and output, head by head: the reference-order merge with this head's warp states.
+  // Merge and output, head by head.
 TQF_UNROLL
-  for (uint32_t h = 0; h < HT; ++h) {
-    float mh = Ops::shfl_idx(m, h), lh = Ops::shfl_idx(l, h);
-    float oh[VEC];
-TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) oh[i] = o[h][i];
-    if (lane == 0) {
-      sm.m[warp] = mh;
-      sm.l[warp] = lh;
-    }
-TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
-    ops.sync_cta();
-    for (uint32_t step = 0; step < 3; ++step) {
-      const uint32_t stride = (kDecodeWarps / 2) >> step;  // 4, 2, 1
-      if (warp < stride) {
-        const uint32_t other = warp + stride;
-        const float lo = sm.l[other];
-        if (lo > 0.0f) {  // a NaN or empty warp state is not merged
-          const float mo = sm.m[other];
-          const float mn = Ops::fmax(mh, mo);
-          const float af = ops.expf(Ops::sub(mh, mn));
-          const float cf = ops.expf(Ops::sub(mo, mn));
-          lh = Ops::add(Ops::mul(lh, af), Ops::mul(lo, cf));
-          mh = mn;
-TQF_UNROLL
-          for (uint32_t i = 0; i < VEC; ++i)
-            oh[i] = Ops::add(Ops::mul(oh[i], af), Ops::mul(sm.o[other][lane * VEC + i], cf));
-        }
-        if (lane == 0) {
-          sm.m[warp] = mh;
-          sm.l[warp] = lh;
-        }
-TQF_UNROLL
-        for (uint32_t i = 0; i < VEC; ++i) sm.o[warp][lane * VEC + i] = oh[i];
-      }
-      ops.sync_cta();
-    }
-    if (warp == 0) {
-      const float inv = lh > 0.0f ? Ops::div(1.0f, lh) : 0.0f;  // correctly rounded; NaN -> 0
-      uint16_t* out = a.output + (static_cast<uint64_t>(seq) * a.num_q_heads + qh0 + h) * a.head_dim +
-                      lane * VEC;
-TQF_UNROLL
-      for (uint32_t i = 0; i < VEC; ++i) {
-        const float y = Ops::mul(oh[i], inv);
-        Ops::store_u16(out + i, Ops::to_bf16(y));
-        if (a.out_f32 != nullptr)
-          a.out_f32[(static_cast<uint64_t>(seq) * a.num_q_heads + qh0 + h) * a.head_dim + lane * VEC + i] = y;
-      }
-    }
-  }
+  for (uint32_t h = 0; h < HT; ++h) merge_head(c, st, h);
 }
 
 }  // namespace tqref::fastdec

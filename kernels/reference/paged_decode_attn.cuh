@@ -112,6 +112,112 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
   }
 }
 
+// Warp w's positions [begin, end) (SPEC section 5, Partition). Positions are int64 so that L
+// near 2^31 cannot overflow; L < 0 is outside the contract and gives empty ranges (zeros are
+// written).
+struct WarpRange {
+  int64_t begin, end;
+};
+template <class R>
+__device__ __forceinline__ WarpRange warp_range(int32_t L, uint32_t sliding_window,
+                                                uint32_t warp) {
+  const int64_t Ll = L;
+  const int64_t start = R::window_start(Ll, sliding_window);
+  const int64_t A = Ll - start;
+  const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
+  const int64_t w_begin = start + warp * chunk;
+  const int64_t w_end = w_begin + chunk < Ll ? w_begin + chunk : Ll;
+  return {w_begin, w_end};
+}
+
+// The launch parameters that the per-position helpers read, for CTA (qh, seq).
+__device__ __forceinline__ DecodeCtx make_ctx(const __nv_bfloat16* __restrict__ q,
+                                              const __nv_bfloat16* __restrict__ k_cache,
+                                              const uint8_t* __restrict__ v_cache,
+                                              const int32_t* __restrict__ block_tables,
+                                              uint32_t seq, uint32_t max_blocks_per_seq,
+                                              uint32_t qh, uint32_t num_q_heads,
+                                              uint32_t num_kv_heads, uint32_t head_dim,
+                                              uint32_t block_size, uint64_t v_block_stride_bytes,
+                                              uint64_t v_data_section_bytes) {
+  DecodeCtx c;
+  c.q = reinterpret_cast<const uint16_t*>(q);
+  c.k_cache = reinterpret_cast<const uint16_t*>(k_cache);
+  c.v_cache = v_cache;
+  c.block_table = block_tables + static_cast<uint64_t>(seq) * max_blocks_per_seq;
+  c.head_dim = head_dim;
+  c.block_size = block_size;
+  c.num_kv_heads = num_kv_heads;
+  c.kvh = qh / (num_q_heads / num_kv_heads);
+  c.v_block_stride = v_block_stride_bytes;
+  c.v_data_section = v_data_section_bytes;
+  c.k_aligned = (reinterpret_cast<uintptr_t>(k_cache) & 15u) == 0;
+  return c;
+}
+
+// This lane's VEC q values of head qh, sequence seq (q_stride may be any value: 2-byte loads).
+template <uint32_t VEC>
+__device__ __forceinline__ void load_q(const DecodeCtx& c, uint32_t seq, uint32_t qh,
+                                       uint32_t q_stride, uint32_t lane, float (&qf)[VEC]) {
+  const uint16_t* qp = c.q + static_cast<uint64_t>(seq) * q_stride +
+                       static_cast<uint64_t>(qh) * c.head_dim + lane * VEC;
+#pragma unroll
+  for (uint32_t i = 0; i < VEC; ++i) qf[i] = bf16_bits_to_f32(qp[i]);
+}
+
+// Warp 0's output row: bf16(o * inv) with inv the correctly rounded 1/l (0 when l is 0 or NaN).
+template <uint32_t VEC>
+__device__ __forceinline__ void store_output(__nv_bfloat16* output, uint32_t seq,
+                                             uint32_t num_q_heads, uint32_t qh, uint32_t head_dim,
+                                             uint32_t lane, float l, const float (&o)[VEC]) {
+  const float inv = l > 0.0f ? __fdiv_rn(1.0f, l) : 0.0f;
+  uint16_t* out = reinterpret_cast<uint16_t*>(output) +
+                  (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim + lane * VEC;
+#pragma unroll
+  for (uint32_t i = 0; i < VEC; ++i)
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv)));
+}
+
+// Merge (SPEC section 5): every warp publishes (m, l, o) to shared memory; then in each step
+// (stride 4, 2, 1) an absorbing warp takes in its partner's state if that state's l > 0.
+// Warp 0 ends with the merged state in m, l, o.
+template <uint32_t VEC, uint32_t kHdim, class R>
+__device__ __forceinline__ void merge_warps(uint32_t warp, uint32_t lane, float* s_m, float* s_l,
+                                            float (*s_o)[kHdim], float& m, float& l,
+                                            float (&o)[VEC]) {
+  if (lane == 0) {
+    s_m[warp] = m;
+    s_l[warp] = l;
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < VEC; ++i) s_o[warp][lane * VEC + i] = o[i];
+  __syncthreads();
+  for (uint32_t step = 0; step < R::kMergeSteps; ++step) {
+    uint32_t other;
+    if (R::merge_partner(step, warp, other)) {
+      const float lo = s_l[other];
+      if (lo > 0.0f) {  // a NaN or empty warp state is not merged
+        const float mo = s_m[other];
+        const float mn = fmaxf(m, mo);
+        const float a = R::expf(__fsub_rn(m, mn));
+        const float cf = R::expf(__fsub_rn(mo, mn));
+        l = __fadd_rn(__fmul_rn(l, a), __fmul_rn(lo, cf));  // --fmad=false: two roundings
+        m = mn;
+#pragma unroll
+        for (uint32_t i = 0; i < VEC; ++i)
+          o[i] = __fadd_rn(__fmul_rn(o[i], a), __fmul_rn(s_o[other][lane * VEC + i], cf));
+      }
+      if (lane == 0) {
+        s_m[warp] = m;
+        s_l[warp] = l;
+      }
+#pragma unroll
+      for (uint32_t i = 0; i < VEC; ++i) s_o[warp][lane * VEC + i] = o[i];
+    }
+    __syncthreads();
+  }
+}
+
 template <Format F, uint32_t kHdim, class R>
 __device__ __forceinline__ void paged_decode_attn(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
@@ -135,35 +241,13 @@ __device__ __forceinline__ void paged_decode_attn(
     s_cb16[threadIdx.x] = R::decoder_codebook(Tables<F>::codebook()[threadIdx.x]);
   __syncthreads();
 
-  // Partition (positions as int64 so that L near 2^31 cannot overflow; L < 0 is outside the
-  // contract and gives empty ranges: zeros are written).
-  const int64_t Ll = L;
-  const int64_t start = R::window_start(Ll, sliding_window);
-  const int64_t A = Ll - start;
-  const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
-  const int64_t w_begin = start + warp * chunk;
-  const int64_t w_end = w_begin + chunk < Ll ? w_begin + chunk : Ll;
-
-  DecodeCtx c;
-  c.q = reinterpret_cast<const uint16_t*>(q);
-  c.k_cache = reinterpret_cast<const uint16_t*>(k_cache);
-  c.v_cache = v_cache;
-  c.block_table = block_tables + static_cast<uint64_t>(seq) * max_blocks_per_seq;
-  c.head_dim = head_dim;
-  c.block_size = block_size;
-  c.num_kv_heads = num_kv_heads;
-  c.kvh = qh / (num_q_heads / num_kv_heads);
-  c.v_block_stride = v_block_stride_bytes;
-  c.v_data_section = v_data_section_bytes;
-  c.k_aligned = (reinterpret_cast<uintptr_t>(k_cache) & 15u) == 0;
-
+  const WarpRange r = warp_range<R>(L, sliding_window, warp);
+  const int64_t w_begin = r.begin, w_end = r.end;
+  const DecodeCtx c = make_ctx(q, k_cache, v_cache, block_tables, seq, max_blocks_per_seq, qh,
+                               num_q_heads, num_kv_heads, head_dim, block_size,
+                               v_block_stride_bytes, v_data_section_bytes);
   float qf[VEC];
-  {
-    const uint16_t* qp = c.q + static_cast<uint64_t>(seq) * q_stride +
-                         static_cast<uint64_t>(qh) * head_dim + lane * VEC;
-#pragma unroll
-    for (uint32_t i = 0; i < VEC; ++i) qf[i] = bf16_bits_to_f32(qp[i]);  // q_stride: any value
-  }
+  load_q<VEC>(c, seq, qh, q_stride, lane, qf);
 
   float m = -1e30f, l = 0.0f, o[VEC];
 #pragma unroll
@@ -234,47 +318,9 @@ __device__ __forceinline__ void paged_decode_attn(
     }
   }
 
-  // Merge: every warp publishes (m, l, o); then warps w < stride absorb warp w + stride.
-  if (lane == 0) {
-    s_m[warp] = m;
-    s_l[warp] = l;
-  }
-#pragma unroll
-  for (uint32_t i = 0; i < VEC; ++i) s_o[warp][lane * VEC + i] = o[i];
-  __syncthreads();
-  for (uint32_t step = 0; step < R::kMergeSteps; ++step) {
-    uint32_t other;
-    if (R::merge_partner(step, warp, other)) {
-      const float lo = s_l[other];
-      if (lo > 0.0f) {  // a NaN or empty warp state is not merged
-        const float mo = s_m[other];
-        const float mn = fmaxf(m, mo);
-        const float a = R::expf(__fsub_rn(m, mn));
-        const float cf = R::expf(__fsub_rn(mo, mn));
-        l = __fadd_rn(__fmul_rn(l, a), __fmul_rn(lo, cf));  // --fmad=false: two roundings
-        m = mn;
-#pragma unroll
-        for (uint32_t i = 0; i < VEC; ++i)
-          o[i] = __fadd_rn(__fmul_rn(o[i], a), __fmul_rn(s_o[other][lane * VEC + i], cf));
-      }
-      if (lane == 0) {
-        s_m[warp] = m;
-        s_l[warp] = l;
-      }
-#pragma unroll
-      for (uint32_t i = 0; i < VEC; ++i) s_o[warp][lane * VEC + i] = o[i];
-    }
-    __syncthreads();
-  }
-
+  merge_warps<VEC, kHdim, R>(warp, lane, s_m, s_l, s_o, m, l, o);
   if (warp != 0) return;
-  // Correctly rounded reciprocal; l_0 = 0 or NaN gives 0.
-  const float inv = l > 0.0f ? __fdiv_rn(1.0f, l) : 0.0f;
-  uint16_t* out = reinterpret_cast<uint16_t*>(output) +
-                  (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim + lane * VEC;
-#pragma unroll
-  for (uint32_t i = 0; i < VEC; ++i)
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv)));
+  store_output<VEC>(output, seq, num_q_heads, qh, head_dim, lane, l, o);
 }
 
 }  // namespace tqref::gpu
