@@ -125,7 +125,7 @@ Gauss-Legendre panels of width sigma/64 over +-14 sigma) and checked against the
 
 {table}
 
-* Our exact values reproduce the figures SPEC section 2 quotes (0.117482, 0.034548, 0.009501) to
+* Our exact values reproduce the figures docs/spec.md section 2 quotes (0.117482, 0.034548, 0.009501) to
   all six printed digits.
 * **The four-decimal codebook and the rounded bounds cost nothing measurable**: at most
   {fmt(max(facts[f'cb_cost_ppm_{f}'] for f in FORMATS), 2)} ppm of distortion (parts per million, not

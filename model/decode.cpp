@@ -10,7 +10,7 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-// Operation-by-operation model of paged_decode_attn_bf16k_turbo{2,3,4}v (SPEC section 5).
+// Operation-by-operation model of paged_decode_attn_bf16k_turbo{2,3,4}v (docs/spec.md section 5).
 // Every arithmetic line below is one f32 operation of the kernel, in the kernel's order; the
 // build forbids contraction (-ffp-contract=off), as the kernels are built with --fmad=false.
 // Loops that run "for each lane" or "for each dim" only reorder independent operations.
@@ -40,7 +40,7 @@ struct Pools {
   uint32_t group_code_bytes; // packed code bytes per group of 16
 };
 
-// dequant(p) of SPEC section 5 as a table: value[sb][code] = f32(f32(fp16(CB[code])) * gs(sb)),
+// dequant(p) of docs/spec.md section 5 as a table: value[sb][code] = f32(f32(fp16(CB[code])) * gs(sb)),
 // computed by dequantize_code, the same two roundings as the kernel, once per (scale, code).
 struct DequantTable {
   std::array<float, 256 * 16> value{};
@@ -146,7 +146,7 @@ class Cta {
     }
   }
 
-  // EXPF of SPEC section 5, or mutant 14's unsplit variant when p.expf_split is false: EX2 of
+  // EXPF of docs/spec.md section 5, or mutant 14's unsplit variant when p.expf_split is false: EX2 of
   // y = f32(x * log2(e)) for every y, so y < -126 gives +0 (fault injection only).
   float expf(float x) const {
     if (p_.expf_split) return ex2_.expf(x);

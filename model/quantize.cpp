@@ -19,7 +19,7 @@ uint32_t count_bounds_le(const float* bounds, float y) {
   return n;
 }
 
-// Steps 1-7 of SPEC section 4 for `count` consecutive groups (t.bits == Bits). Each group's
+// Steps 1-7 of docs/spec.md section 4 for `count` consecutive groups (t.bits == Bits). Each group's
 // arithmetic is exactly the spec's, in its order; only the interleaving of independent groups
 // differs: every step runs over all groups before the next step, so that the long serial sums
 // (nsq, rsq) of several groups are in flight together (about 1.3x faster than group by group).

@@ -126,7 +126,7 @@ inline DecodeCase make_case(const CaseSpec& c) {
   return dc;
 }
 
-// Output rows start poisoned so unwritten rows show (SPEC section 6, level D).
+// Output rows start poisoned so unwritten rows show (docs/spec.md section 6, level D).
 inline constexpr uint16_t kPoison = 0xDEAD;
 
 inline std::vector<uint16_t> run_model(const DecodeCase& dc, const Ex2Profile& ex2,

@@ -1,4 +1,4 @@
-// Independent oracles for the number formats of SPEC section 1, used only by tests.
+// Independent oracles for the number formats of docs/spec.md section 1, used only by tests.
 //  - cuda_*: the CUDA headers' host code (cuda_fp8.hpp, cuda_bf16.hpp, cuda_fp16.hpp), which SPEC
 //    section 1 states equals the device result for all 2^32 inputs. Compiled as host C++; present
 //    only when tests/CMakeLists.txt found the toolkit (TQREF_HAVE_CUDA_HEADERS).
@@ -25,7 +25,7 @@ inline float float_of(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 inline uint8_t cuda_f32_to_fp8(float x) {
   return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
 }
-inline float cuda_fp8_to_f32(uint8_t v) {  // fp8 -> fp16 -> fp32, the route of SPEC section 1
+inline float cuda_fp8_to_f32(uint8_t v) {  // fp8 -> fp16 -> fp32, the route of docs/spec.md section 1
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(v, __NV_E4M3)));
 }
 inline uint16_t cuda_f32_to_bf16(float x) { return __nv_bfloat16_raw(__float2bfloat16_rn(x)).x; }

@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(parameters_outside_spec_are_refused_with_exit_3) {
 }
 
 // Would catch: a checker that refuses what SPEC allows. Block-table entries past a sequence's
-// last block are never read (SPEC section 7: "unused entries holding out-of-range values").
+// last block are never read (docs/spec.md section 7: "unused entries holding out-of-range values").
 BOOST_AUTO_TEST_CASE(unused_out_of_range_table_entries_are_accepted) {
   const fs::path dir = fixture().root / "unused_entries";
   fs::create_directories(dir);

@@ -36,7 +36,7 @@ BOOST_AUTO_TEST_CASE(model_backend_passes_committed_smoke) {
 }
 
 // Would catch: a comparison that misses a class of bug, or files it under the wrong category,
-// for every fault the GPU issue requires (SPEC section 6: other slots, guard bands, skipped V).
+// for every fault the GPU issue requires (docs/spec.md section 6: other slots, guard bands, skipped V).
 // Cases where a fault has nothing to damage (no L == 0 sequence, no skipped position) must pass.
 BOOST_AUTO_TEST_CASE(each_injected_fault_is_detected_and_classified) {
   const GoldenFileCases& s = smoke();

@@ -1,4 +1,4 @@
-// Tests of the decode model (model/decode.cpp) against SPEC section 5: an independent lane-level
+// Tests of the decode model (model/decode.cpp) against docs/spec.md section 5: an independent lane-level
 // simulation (decode_lane_sim.h), layout invariances, the skip decision at its exact boundary,
 // parameter validation, thread-count independence and closeness to the fp64 reference.
 #define BOOST_TEST_MODULE decode

@@ -92,7 +92,7 @@ struct Expected {
 };
 
 // Offsets follow from SPEC's declaration order with natural alignment: 8-byte pointers and u64,
-// 4-byte u32 and f32. Written from SPEC sections 4 and 5, not from the packer.
+// 4-byte u32 and f32. Written from docs/spec.md sections 4 and 5, not from the packer.
 const Expected kWriterSpec[] = {
     {"key", ArgType::ptr, 0},           {"value", ArgType::ptr, 8},
     {"k_cache", ArgType::ptr, 16},      {"v_cache", ArgType::ptr, 24},

@@ -1,4 +1,4 @@
-// Number formats of SPEC section 1 (model/tqref/numeric.h) against independent oracles.
+// Number formats of docs/spec.md section 1 (model/tqref/numeric.h) against independent oracles.
 // Built twice: test_numeric (label cpu) sweeps a stratified 2^24 subset of binary32 patterns;
 // test_numeric_long (labels cpu long, TQREF_EXHAUSTIVE=1) sweeps all 2^32 patterns.
 // Decodes are small domains and are always exhaustive (256 fp8 codes, 65536 bf16/fp16 patterns).
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(bf16_decode_all_patterns) {
   BOOST_TEST(bad == 0u);
 }
 
-// Hand-derived fp8 encodes at the edges SPEC section 1 names, so a reader sees the rules.
+// Hand-derived fp8 encodes at the edges docs/spec.md section 1 names, so a reader sees the rules.
 BOOST_AUTO_TEST_CASE(fp8_encode_named_edges) {
   struct Case { float x; uint8_t want; const char* why; };
   const Case cases[] = {

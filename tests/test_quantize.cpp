@@ -1,4 +1,4 @@
-// The group quantizer and code packing (SPEC sections 2 and 4; model/quantize.cpp, format.h).
+// The group quantizer and code packing (docs/spec.md sections 2 and 4; model/quantize.cpp, format.h).
 // Expected values are hand-derived (the arithmetic is in the comments) or come from
 // writer_oracle.h, an independent reading of the spec.
 #define BOOST_TEST_MODULE test_quantize
@@ -67,7 +67,7 @@ uint8_t scale_byte_from_double(double s) {
 // ---- code_index ---------------------------------------------------------------------------
 
 // Every bound of every format, one ulp either side: catches `<` for `<=`, an off-by-one in the
-// bound count, and bounds copied wrong from SPEC section 2.
+// bound count, and bounds copied wrong from docs/spec.md section 2.
 BOOST_AUTO_TEST_CASE(code_index_at_every_bound) {
   for (const auto& t : kFormats) {
     for (uint32_t j = 0; j + 1 < t.levels; ++j) {
@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(code_index_signed_zero_nan_inf) {
   }
 }
 
-// The tables against SPEC section 2 typed in again here: catches a typo in format.h.
+// The tables against docs/spec.md section 2 typed in again here: catches a typo in format.h.
 BOOST_AUTO_TEST_CASE(tables_match_spec_text) {
   const double cb3[8] = {-2.1520, -1.3440, -0.7560, -0.2451, 0.2451, 0.7560, 1.3440, 2.1520};
   const double bd3[7] = {-1.748, -1.050, -0.501, 0.0, 0.501, 1.050, 1.748};
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(tables_match_spec_text) {
   }
 }
 
-// ---- quantize_group: the SPEC section 7 groups ---------------------------------------------
+// ---- quantize_group: the docs/spec.md section 7 groups ---------------------------------------------
 
 // All zero: amax = 0 takes inv = 1; y = 0 -> code L/2; nsq = 0 so s = 0/rn = 0 -> byte 0x00.
 // Catches 0/0 (NaN scale) if the inv guard were missing. -0.0 inputs: y = -0.0 still counts as

@@ -1,4 +1,4 @@
-// The writer model reshape_and_cache_model (SPEC sections 3-4; model/writer.cpp).
+// The writer model reshape_and_cache_model (docs/spec.md sections 3-4; model/writer.cpp).
 // Expected pools are built inside the test: offsets from the SPEC formulas written out here
 // (not CacheGeometry), groups from writer_oracle.h. Pools are poisoned first, and the whole pool
 // is compared, so a byte written outside a token's rows shows up.
@@ -42,7 +42,7 @@ struct Case {
     p.block_size = block_size;
     p.key_stride = n() + key_pad;
     p.value_stride = n() + value_pad;
-    p.k_block_stride_bytes = 12345;  // accepted and ignored (SPEC section 4)
+    p.k_block_stride_bytes = 12345;  // accepted and ignored (docs/spec.md section 4)
     p.v_data_section_bytes = uint64_t(block_size) * n() * bits() / 8 + data_pad;
     p.v_block_stride_bytes = p.v_data_section_bytes + uint64_t(block_size) * n() / 16 + stride_pad;
     return p;
@@ -96,7 +96,7 @@ Buffers make_buffers(const Case& c) {
   return b;
 }
 
-// The pools after the launch, from SPEC sections 3-4 alone.
+// The pools after the launch, from docs/spec.md sections 3-4 alone.
 void expected_pools(const Case& c, const Buffers& in, std::vector<uint8_t>& k,
                     std::vector<uint8_t>& v) {
   const WriterParams p = c.params();

@@ -1,4 +1,4 @@
-// A second, independent reading of SPEC sections 2 and 4 for tests: the group quantizer written
+// A second, independent reading of docs/spec.md sections 2 and 4 for tests: the group quantizer written
 // straight from the numbered steps, with the search fp8 encoder of fp_oracles.h and C's fmax,
 // and a bit-at-a-time packer. Shares no code with model/ except the format tables.
 #pragma once
@@ -18,7 +18,7 @@ struct OracleGroup {
 
 inline float oracle_bf16_to_f32(uint16_t h) { return float_of(uint32_t(h) << 16); }
 
-// SPEC section 2: the number of bounds BD[j] with BD[j] <= y.
+// docs/spec.md section 2: the number of bounds BD[j] with BD[j] <= y.
 inline uint32_t oracle_index(const FormatTraits& t, float y) {
   uint32_t n = 0;
   for (uint32_t j = 0; j < t.levels - 1; ++j)
@@ -26,7 +26,7 @@ inline uint32_t oracle_index(const FormatTraits& t, float y) {
   return n;
 }
 
-// SPEC section 4, steps 1-7, each `f32(...)` a separate float expression statement.
+// docs/spec.md section 4, steps 1-7, each `f32(...)` a separate float expression statement.
 inline OracleGroup oracle_quantize_group(const FormatTraits& t, const uint16_t* x_bf16) {
   OracleGroup r{};
   float x[kGroupSize];
@@ -65,7 +65,7 @@ inline OracleGroup oracle_quantize_group(const FormatTraits& t, const uint16_t* 
 
 // Packs 16 codes of `bits` bits as one LSB-first bit stream: bit j of code k goes to stream bit
 // k*bits + j, stream bit i is bit i%8 of byte i/8. For 2 and 4 bits this is exactly the nibble /
-// crumb layout SPEC section 2 describes. Writes bits*2 bytes.
+// crumb layout docs/spec.md section 2 describes. Writes bits*2 bytes.
 inline void oracle_pack(uint32_t bits, const uint8_t* codes, uint8_t* out) {
   for (uint32_t i = 0; i < bits * 2; ++i) out[i] = 0;
   for (uint32_t k = 0; k < kGroupSize; ++k)

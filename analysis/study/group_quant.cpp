@@ -69,7 +69,7 @@ GroupOutcome quantize_dequantize_group(const GroupCodebook& cb, ScaleRule rule, 
     }
     return out;
   }
-  // Steps 1-4 of SPEC section 4 in the writer's order (one rounding per operation).
+  // Steps 1-4 of docs/spec.md section 4 in the writer's order (one rounding per operation).
   float nsq = 0.0f, amax = 0.0f;
   for (uint32_t i = 0; i < kGroupSize; ++i) {
     float sq = x[i] * x[i];

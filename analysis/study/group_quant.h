@@ -1,4 +1,4 @@
-// Variants of the Turbo-V group quantiser, to separate what each design choice of SPEC section 4
+// Variants of the Turbo-V group quantiser, to separate what each design choice of docs/spec.md section 4
 // costs: the codebook (four-decimal SPEC table or exact Lloyd-Max), the scale rule and whether
 // the scale is stored as fp8 E4M3 or kept in fp32. The (spec, matched, fp8) variant follows the
 // writer's operation order exactly and reproduces quantize_group + dequantize_code bit for bit

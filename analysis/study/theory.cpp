@@ -41,7 +41,7 @@ void run_theory(const StudyOptions& o, std::vector<Table>& out) {
   Table th{"theory", {"format", "bits", "levels", "quantity", "value"}, {}};
   Table lv{"lloyd_max_levels", {"format", "levels", "kind", "index", "exact", "spec"}, {}};
   Table mm{"scale_mismatch", {"format", "codebook", "sigma_ratio", "nmse"}, {}};
-  // The values SPEC section 2 quotes for the exact solution, kept to show they agree.
+  // The values docs/spec.md section 2 quotes for the exact solution, kept to show they agree.
   const double quoted[3] = {0.117482, 0.034548, 0.009501};
   const double e_amax = expected_group_absmax();
   for (int f = 0; f < kNumFormats; ++f) {

@@ -1,4 +1,4 @@
-// What one entry of a suite asks for: the SPEC section 7 dimensions of one case (writer) or of one
+// What one entry of a suite asks for: the docs/spec.md section 7 dimensions of one case (writer) or of one
 // linked writer + decode pair. Suites are lists of CaseSpec; builders turn a spec and a seed into
 // GoldenCases.
 #pragma once

@@ -12,14 +12,14 @@ namespace tqref::golden {
 
 namespace {
 
-// Scale byte of steps 6-7 from nsq and rn (SPEC section 4; rn > 1e-10 for every codebook).
+// Scale byte of steps 6-7 from nsq and rn (docs/spec.md section 4; rn > 1e-10 for every codebook).
 uint8_t scale_byte_of(float nsq, float rn) {
   float s = std::sqrt(nsq) / rn;
   if (s > 448.0f) s = 448.0f;
   return f32_to_fp8e4m3_satfinite(s);
 }
 
-// rsq of SPEC section 4 step 5, plain (two roundings per term) or fused (one).
+// rsq of docs/spec.md section 4 step 5, plain (two roundings per term) or fused (one).
 float rsq_of(const FormatTraits& t, const uint8_t (&codes)[kGroupSize], bool fused) {
   float rsq = 0.0f;
   for (uint32_t i = 0; i < kGroupSize; ++i) {

@@ -1,5 +1,5 @@
 // Mutant 13's writer (docs/mutants.md): built with --fmad=true, nvcc contracts the two squared
-// norms of SPEC section 4, nsq = nsq + x*x and rsq = rsq + cb*cb, into fused multiply-adds (one
+// norms of docs/spec.md section 4, nsq = nsq + x*x and rsq = rsq + cb*cb, into fused multiply-adds (one
 // rounding each). For bf16 inputs x*x is exact (at most 16 significant bits), so only a
 // subnormal product changes nsq; rsq changes whenever some fp32 CB[c]^2 is inexact, but the
 // scale byte moves only when sqrt(nsq)/rn sits within about one ulp of an fp8 rounding
@@ -12,7 +12,7 @@
 
 namespace tqref::golden {
 
-// The scale byte of the FMA-contracted writer: SPEC section 4 steps 1-7 with
+// The scale byte of the FMA-contracted writer: docs/spec.md section 4 steps 1-7 with
 // nsq = fmaf(x[i], x[i], nsq) and rsq = fmaf(CB[c[i]], CB[c[i]], rsq) (codes are unchanged:
 // neither sum feeds them).
 uint8_t scale_byte_fma_contracted(const FormatTraits& t, const uint16_t (&x)[kGroupSize]);

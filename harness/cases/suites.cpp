@@ -70,7 +70,7 @@ std::vector<CaseSpec> smoke() {
   return v;
 }
 
-// standard: SPEC section 7 crossed sensibly (each dimension value appears with every format and
+// standard: docs/spec.md section 7 crossed sensibly (each dimension value appears with every format and
 // HDIM, rotated against the others rather than fully crossed).
 std::vector<CaseSpec> standard() {
   std::vector<CaseSpec> v;

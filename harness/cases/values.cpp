@@ -11,7 +11,7 @@ namespace {
 // Channels (element indices of a token row) that carry outliers: a fixed, sparse set.
 bool outlier_channel(uint32_t e) { return e % 37 == 5; }
 
-// One V group of a special kind (SPEC section 7: zero, NaN, Inf, huge element, fp8 underflow and
+// One V group of a special kind (docs/spec.md section 7: zero, NaN, Inf, huge element, fp8 underflow and
 // saturation of the scale).
 void special_group(Rng& rng, uint32_t kind, uint16_t* x) {
   for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = to_bf16(rng.gaussian());

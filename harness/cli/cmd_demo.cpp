@@ -32,7 +32,7 @@ struct Options {
   int threads = 0;
 };
 
-// Lloyd-Max distortion per unit variance of a Gaussian (SPEC section 2), for comparison.
+// Lloyd-Max distortion per unit variance of a Gaussian (docs/spec.md section 2), for comparison.
 double lloyd_max_distortion(uint32_t levels) {
   return levels == 4 ? 0.117482 : levels == 8 ? 0.034548 : 0.009501;
 }

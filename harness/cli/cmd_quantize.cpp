@@ -1,4 +1,4 @@
-// `tqref quantize`: one 16-value group through the writer's quantizer (SPEC section 4), with every
+// `tqref quantize`: one 16-value group through the writer's quantizer (docs/spec.md section 4), with every
 // intermediate, the packed bytes, the decoder's dequantised values and the error.
 #include <cerrno>
 #include <cmath>
@@ -92,7 +92,7 @@ void print_group(const FormatTraits& t, const uint16_t (&x)[kGroupSize]) {
 int cmd_quantize(const std::vector<std::string>& args) {
   po::options_description desc(
       "usage: tqref quantize --format F (--values v0,v1,...,v15 | --file PATH)\n"
-      "  Quantises one group of 16 V values as the writer kernel does (SPEC section 4) and prints\n"
+      "  Quantises one group of 16 V values as the writer kernel does (docs/spec.md section 4) and prints\n"
       "  the codes, packed bytes, scale byte, intermediates, the decoder's dequantised values\n"
       "  and the error. Values are parsed as fp32 and rounded to bf16 (nearest-even) first, since\n"
       "  the kernel reads bf16 V; errors are measured against the bf16 values. Options");

@@ -34,7 +34,7 @@ struct ModulePathError : std::runtime_error {
 // suffix.
 std::vector<ModuleFile> scan_module_paths(const std::vector<std::string>& paths);
 
-// The six entry points of the contract (SPEC sections 4 and 5), writers first.
+// The six entry points of the contract (docs/spec.md sections 4 and 5), writers first.
 const std::vector<std::string>& contract_kernels();
 bool is_decoder_kernel(const std::string& name);
 

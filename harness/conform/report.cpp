@@ -107,7 +107,7 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
   s += "| started | " + r.started_utc + ", " + seconds(r.seconds) + " |\n";
   s += "| command | `" + cell(r.command_line) + "` |\n";
   for (const auto& [name, file] : r.suites) s += "| suite " + name + " | `" + cell(file) + "` |\n";
-  s += "\nLevels (SPEC section 6): W = every byte of both pools equals the model's; D = every output "
+  s += "\nLevels (docs/spec.md section 6): W = every byte of both pools equals the model's; D = every output "
        "element equals the model's bf16 bits (with this GPU's EX2 profile); T = within the documented "
        "tolerance of the model and the fp64 reference (docs/gpu-harness.md), not bit-exact. Guard "
        "violations count changed guard-band bytes and changed input buffers. I = invariance: the kernel "

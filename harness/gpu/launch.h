@@ -62,14 +62,14 @@ class KernelArgs {
 struct WriterPointers {
   uint64_t key = 0, value = 0, k_cache = 0, v_cache = 0, slot_mapping = 0;
 };
-// reshape_and_cache_flash_bf16k_turbo{2,3,4}v: 13 parameters (SPEC section 4).
+// reshape_and_cache_flash_bf16k_turbo{2,3,4}v: 13 parameters (docs/spec.md section 4).
 inline constexpr size_t kWriterArgCount = 13;
 void pack_writer_args(KernelArgs& a, const WriterPointers& ptrs, const WriterParams& p);
 
 struct DecodePointers {
   uint64_t q = 0, k_cache = 0, v_cache = 0, output = 0, block_tables = 0, seq_lens = 0;
 };
-// paged_decode_attn_bf16k_turbo{2,3,4}v: 16 parameters (SPEC section 5).
+// paged_decode_attn_bf16k_turbo{2,3,4}v: 16 parameters (docs/spec.md section 5).
 inline constexpr size_t kDecodeArgCount = 16;
 void pack_decode_args(KernelArgs& a, const DecodePointers& ptrs, const DecodeParams& p);
 

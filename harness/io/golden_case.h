@@ -57,7 +57,7 @@ struct GoldenCase {
   float threshold = kSparseVThreshold;  // compile-time THRESH of the decode build
   uint64_t seed = 0;                    // per-case seed the inputs were drawn from
   std::string distribution;             // value distribution, e.g. "gaussian"
-  std::string exercises;                // free text: which SPEC section 7 items the case covers
+  std::string exercises;                // free text: which docs/spec.md section 7 items the case covers
   std::string linked_case;              // decode: the writer case that produced its caches
   WriterCase w;                         // valid when kind == writer
   DecodeCase d;                         // valid when kind == decode

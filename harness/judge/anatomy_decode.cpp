@@ -20,7 +20,7 @@ struct RowFact {
   int32_t L = 0;
   bool window = false;       // the sliding window cuts the sequence (start > 0)
   int skipped = -1;          // positions skipped by the model: 1 some, 0 none, -1 unknown
-  bool batch = false;        // some warp forms a batch of 4 (SPEC section 5 partition)
+  bool batch = false;        // some warp forms a batch of 4 (docs/spec.md section 5 partition)
   bool multi_block = false;  // positions start .. L-1 span more than one cache block
   bool last_odd = false;     // the physical block of position L-1 has an odd id
   bool wrong = false;
@@ -90,7 +90,7 @@ std::optional<RowRule> separate(const std::vector<RowFact>& rows) {
       {[](const RowFact& r) { return r.window; }, "the rows whose sliding window cuts the sequence (L > W)",
        "the others", "the sliding window start"},
       {[](const RowFact& r) { return r.batch; }, "the rows where a warp forms a batch of 4",
-       "the rows of singles only", "the batch-of-4 step (SPEC section 5)"},
+       "the rows of singles only", "the batch-of-4 step (docs/spec.md section 5)"},
       {[](const RowFact& r) { return r.multi_block; }, "the rows spanning more than one cache block",
        "single-block rows", "the walk across cache blocks (block table lookup, block stride)"},
       {[](const RowFact& r) { return r.last_odd; }, "the rows whose last position lies in an odd physical block",

@@ -1,4 +1,4 @@
-// Decode outputs depend on the GPU's EX2 unit (SPEC section 5), so a decode case is judged bit for
+// Decode outputs depend on the GPU's EX2 unit (docs/spec.md section 5), so a decode case is judged bit for
 // bit only against the model run with the profile of the GPU that ran it. The file stores the
 // expectation for the profile it was generated with (provenance ex2_profile_id); this decides
 // whether that expectation applies, recomputes it when the backend's unit has another known

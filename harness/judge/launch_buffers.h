@@ -1,6 +1,6 @@
 // Every device buffer of one launch of a golden case, in SPEC's parameter order, with the bytes it
 // holds before the launch. The GPU backend uploads exactly these (each between guard bands);
-// compare_case checks that the inputs among them come back unchanged (SPEC section 6: "inputs the
+// compare_case checks that the inputs among them come back unchanged (docs/spec.md section 6: "inputs the
 // kernel must not read" and the guards around every device buffer).
 #pragma once
 #include <cstdint>

@@ -11,7 +11,7 @@ namespace tqref::golden {
 namespace {
 
 // Padding added by the stride variants: q +24 elements (48 bytes) and key +8 / value +16
-// elements keep every row as aligned as before (key_stride stays a multiple of 4, SPEC section
+// elements keep every row as aligned as before (key_stride stays a multiple of 4, docs/spec.md section
 // 4); V +16 bytes before the scale section and +48 per block, multiples of 16 as well.
 constexpr uint32_t kQPad = 24, kKeyPad = 8, kValuePad = 16;
 constexpr uint64_t kVDataPad = 16, kVBlockPad = 48;
@@ -31,7 +31,7 @@ std::vector<int32_t> identity(uint32_t n) {
 
 // ---- decoder ------------------------------------------------------------------------------
 
-// First and last logical block a sequence of length L reads (SPEC section 5: window start).
+// First and last logical block a sequence of length L reads (docs/spec.md section 5: window start).
 std::pair<uint64_t, uint64_t> blocks_in_use(const DecodeParams& p, int32_t L) {
   const uint32_t w = p.sliding_window;
   const uint64_t start = (w > 0 && uint32_t(L) > w) ? uint64_t(L) - w : 0;

@@ -1,4 +1,4 @@
-// Level T (SPEC section 6): for decoders that follow the format but not the operation order.
+// Level T (docs/spec.md section 6): for decoders that follow the format but not the operation order.
 // Instead of failing at the first differing bit, a decode case's output is measured against the
 // kernel-order model and against the fp64 references stored in the file, reported as
 // distributions, and judged by a documented tolerance (docs/gpu-harness.md):

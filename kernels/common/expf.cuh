@@ -1,4 +1,4 @@
-// The decoder's exponential (SPEC section 5, EXPF): the kernel's `__expf` as nvcc compiles it
+// The decoder's exponential (docs/spec.md section 5, EXPF): the kernel's `__expf` as nvcc compiles it
 // for sm_90 and sm_121, written out so that every operation is visible:
 //   y = f32(x * log2(e))                     (0x3FB8AA3B, one rounding)
 //   y >= -126 or NaN:  EX2(y)

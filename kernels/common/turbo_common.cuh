@@ -12,7 +12,7 @@
 
 #include "tqref/format.h"
 
-// The decoders' sparse-V threshold THRESH (SPEC section 5): a compile-time constant, default
+// The decoders' sparse-V threshold THRESH (docs/spec.md section 5): a compile-time constant, default
 // 1e-3f; CMake builds extra decoder modules with others (docs/kernels.md, "Modules").
 #ifndef TQ_PLUS_SPARSE_V_THRESHOLD
 #define TQ_PLUS_SPARSE_V_THRESHOLD 1e-3f
@@ -35,7 +35,7 @@ template <size_t N> constexpr FloatTable<N> make_table(const float (&a)[N]) {
   return make_table(a, std::make_index_sequence<N>{});
 }
 
-// SPEC section 2 tables, bit-identical copies of tqref::kCodebook* / kBounds* (fp32).
+// docs/spec.md section 2 tables, bit-identical copies of tqref::kCodebook* / kBounds* (fp32).
 __constant__ FloatTable<4> c_codebook2 = make_table(kCodebook2);
 __constant__ FloatTable<3> c_bounds2 = make_table(kBounds2);
 __constant__ FloatTable<8> c_codebook3 = make_table(kCodebook3);
@@ -62,7 +62,7 @@ __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
 }
 
-// f32 -> fp8 E4M3 with the writer's encoder, PTX `cvt.rn.satfinite.e4m3x2.f32` (SPEC section 1):
+// f32 -> fp8 E4M3 with the writer's encoder, PTX `cvt.rn.satfinite.e4m3x2.f32` (docs/spec.md section 1):
 // nearest-even, |x| > 448 and +-Inf saturate to +-448, NaN -> 0x7F. The x2 form packs two
 // values; operand b (here x) goes to the low byte.
 __device__ __forceinline__ uint8_t f32_to_fp8e4m3_satfinite(float x) {

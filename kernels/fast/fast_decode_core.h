@@ -1,7 +1,7 @@
 // Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/kernels.md,
 // "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in {1,2,4}, HT divides
 // the GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
-// exactly the reference-order kernel's arithmetic (SPEC section 5): its 8-warp partition,
+// exactly the reference-order kernel's arithmetic (docs/spec.md section 5): its 8-warp partition,
 // batches of 4 within a cache block then singles, the per-lane pairwise score and the
 // 16,8,4,2,1 butterfly, the per-head skip decision, the stride-4/2/1 merge. Only the order in
 // which independent values are computed and the way bytes are fetched differ:
@@ -39,7 +39,7 @@ namespace tqref::fastdec {
 inline constexpr uint32_t kTile = 8;    // positions per tile (whole steps only)
 inline constexpr uint32_t kMaxHT = 4;   // q heads per CTA at most
 
-// The 16 decoder parameters of SPEC section 5 (same names and meaning) plus an optional
+// The 16 decoder parameters of docs/spec.md section 5 (same names and meaning) plus an optional
 // statistics buffer (the _stats entry points): counters[0] += (head, position) pairs,
 // counters[1] += skipped pairs, counters[2] += V rows read (positions used by any head).
 struct Args {

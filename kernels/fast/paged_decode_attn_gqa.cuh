@@ -1,5 +1,5 @@
 // Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the 16 parameters of
-// the reference-order decoders (SPEC section 5) with another launch geometry: grid
+// the reference-order decoders (docs/spec.md section 5) with another launch geometry: grid
 // [num_q_heads / HT, num_seqs], block [256], HT = heads per CTA in {1, 2, 4} dividing
 // num_q_heads / num_kv_heads, chosen by the launcher (docs/kernels.md, "Fast decode variants").
 // Output bits equal the reference-order kernel's.

@@ -1,5 +1,5 @@
 // paged_decode_attn_bf16k_turbo{2,3,4}v: paged decode attention over the BF16-K / Turbo-V cache,
-// SPEC section 5, in the spec's exact operation order (the CPU model is model/decode.cpp).
+// docs/spec.md section 5, in the spec's exact operation order (the CPU model is model/decode.cpp).
 // Grid [num_q_heads, num_seqs, 1], block [256, 1, 1] = 8 warps. Lane l owns dims
 // l*VEC .. l*VEC+VEC-1 with VEC = HDIM/32. Each warp runs an online softmax over its part of the
 // sequence (cache block by cache block: batches of 4, then singles), then the 8 warp states are
@@ -17,7 +17,7 @@
 
 // HDIM: the compile-time head dimension of this build (128 or 256). Addressing uses the runtime
 // head_dim; lanes always cover HDIM dims, so a launch with head_dim != HDIM reads and writes
-// the wrong elements exactly as the published kernels do (SPEC section 5).
+// the wrong elements exactly as the published kernels do (docs/spec.md section 5).
 #ifndef HDIM
 #error "HDIM must be defined (128 or 256)"
 #endif
@@ -112,7 +112,7 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
   }
 }
 
-// Warp w's positions [begin, end) (SPEC section 5, Partition). Positions are int64 so that L
+// Warp w's positions [begin, end) (docs/spec.md section 5, Partition). Positions are int64 so that L
 // near 2^31 cannot overflow; L < 0 is outside the contract and gives empty ranges (zeros are
 // written).
 struct WarpRange {
@@ -178,7 +178,7 @@ __device__ __forceinline__ void store_output(__nv_bfloat16* output, uint32_t seq
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv)));
 }
 
-// Merge (SPEC section 5): every warp publishes (m, l, o) to shared memory; then in each step
+// Merge (docs/spec.md section 5): every warp publishes (m, l, o) to shared memory; then in each step
 // (stride 4, 2, 1) an absorbing warp takes in its partner's state if that state's l > 0.
 // Warp 0 ends with the merged state in m, l, o.
 template <uint32_t VEC, uint32_t kHdim, class R>

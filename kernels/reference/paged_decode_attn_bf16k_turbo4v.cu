@@ -1,4 +1,4 @@
-// paged_decode_attn_bf16k_turbo4v (SPEC section 5) with the contract's rules; the implementation
+// paged_decode_attn_bf16k_turbo4v (docs/spec.md section 5) with the contract's rules; the implementation
 // is paged_decode_attn.cuh.
 #include "paged_decode_attn.cuh"
 

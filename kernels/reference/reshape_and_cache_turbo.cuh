@@ -1,8 +1,8 @@
-// reshape_and_cache_flash_bf16k_turbo{2,3,4}v: the writer of SPEC section 4, in its exact
+// reshape_and_cache_flash_bf16k_turbo{2,3,4}v: the writer of docs/spec.md section 4, in its exact
 // operation order (the CPU model is model/quantize.cpp).
 // Grid [num_tokens, 1, 1], block [256, 1, 1]. CTA t handles token t: the 256 threads copy its K row
 // with 8-byte vectors, then each thread quantises whole V groups g = tid, tid+256, ... in the
-// order of SPEC section 4 steps 1-7. Arithmetic is written with explicit round-to-nearest
+// order of docs/spec.md section 4 steps 1-7. Arithmetic is written with explicit round-to-nearest
 // intrinsics and the module is compiled with --fmad=false, so every product and sum is rounded
 // once, in the written order. The steps a mutant may change are R::... calls of the rules policy
 // R (contract_rules.cuh; ContractRules in the reference module).
@@ -64,7 +64,7 @@ __device__ __forceinline__ void load_group(const uint16_t* src, float (&x)[kGrou
   }
 }
 
-// SPEC section 4 steps 1-7 for one group; writes its packed codes and its scale byte.
+// docs/spec.md section 4 steps 1-7 for one group; writes its packed codes and its scale byte.
 // s_cb: the fp32 codebook in shared memory (indexed by a per-thread code).
 template <Format F, class R>
 __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* code_dst,
@@ -85,7 +85,7 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
   // 3. inverse scale onto the codebook's range (IEEE division)
   const float inv = amax > 1e-12f ? __fdiv_rn(kMax, amax) : 1.0f;
   // 4. codes of the scaled values, packed LSB-first: code i at bits i*b .. i*b+b-1 of the
-  //    group's 2b bytes, which is SPEC section 2's packing for all three formats
+  //    group's 2b bytes, which is docs/spec.md section 2's packing for all three formats
   //    (tqref::pack_group_codes in format.h writes the same bytes).
   uint32_t c[kGroupSize];
   uint64_t packed = 0;

@@ -1,4 +1,4 @@
-// CPU model of paged_decode_attn_bf16k_turbo{2,3,4}v (SPEC section 5), operation by operation:
+// CPU model of paged_decode_attn_bf16k_turbo{2,3,4}v (docs/spec.md section 5), operation by operation:
 // 8-warp partition, per-block batches of 4 then singles, 32 simulated lanes with the xor
 // butterfly, online softmax, the sparse-V skip, the merge tree and the bf16 output.
 #pragma once
@@ -29,7 +29,7 @@ struct DecodeParams {
   float threshold = kSparseVThreshold; // compile-time TQ_PLUS_SPARSE_V_THRESHOLD
   // Fault injection only (harness/judge/faults.cpp): false models the EXPF of mutant 14
   // (docs/mutants.md), which feeds y = x*log2(e) < -126 to EX2 directly, so every factor below
-  // 2^-126 becomes +0. The kernels split as SPEC section 5 says; golden expectations use true.
+  // 2^-126 becomes +0. The kernels split as docs/spec.md section 5 says; golden expectations use true.
   bool expf_split = true;
 };
 

@@ -22,7 +22,7 @@ class Ex2Profile {
   static Ex2Profile from_table(std::string id, std::string arch, std::vector<uint32_t> frac_bits);
 
   float ex2(float x) const;    // the unit; x must be <= 0 or NaN (positive x: std::domain_error)
-  float expf(float x) const;   // EXPF of SPEC section 5, for x <= 0 or NaN
+  float expf(float x) const;   // EXPF of docs/spec.md section 5, for x <= 0 or NaN
   const std::string& id() const { return id_; }
   const std::string& arch() const { return arch_; }
   const std::vector<uint32_t>& fraction_table() const { return frac_; }

@@ -26,7 +26,7 @@ inline constexpr uint32_t kWarpSize = 32;
 enum class Format : uint8_t { turbo2v = 0, turbo3v = 1, turbo4v = 2 };
 inline constexpr int kNumFormats = 3;
 
-// Lloyd-Max codebooks and decision bounds exactly as SPEC section 2 writes them (fp32 literals).
+// Lloyd-Max codebooks and decision bounds exactly as docs/spec.md section 2 writes them (fp32 literals).
 // The writer uses CB as fp32; the decoder rounds CB to fp16 first.
 inline constexpr float kCodebook2[4] = {-1.5104f, -0.4528f, 0.4528f, 1.5104f};
 inline constexpr float kBounds2[3] = {-0.9816f, 0.0f, 0.9816f};
@@ -78,7 +78,7 @@ template <> struct FormatConst<Format::turbo4v> {
   static constexpr float max = 2.7326f;
 };
 
-// ---- Packing of one group's 16 codes (SPEC section 2) ----------------------------------------
+// ---- Packing of one group's 16 codes (docs/spec.md section 2) ----------------------------------------
 // turbo4v: byte i = c[2i] | c[2i+1] << 4                      (8 bytes)
 // turbo2v: byte i = c[4i] | c[4i+1] << 2 | c[4i+2] << 4 | c[4i+3] << 6   (4 bytes)
 // turbo3v: LSB-first bit stream, code k at bits 3k..3k+2 of the 6 bytes (straddles bytes)
@@ -102,7 +102,7 @@ TQREF_HD uint32_t unpack_group_code(uint32_t bits, const uint8_t* in, uint32_t k
   return (w >> (bit % 8)) & ((1u << bits) - 1u);
 }
 
-// ---- Cache geometry (SPEC section 3) ---------------------------------------------------------
+// ---- Cache geometry (docs/spec.md section 3) ---------------------------------------------------------
 // K pool: bf16 [num_blocks, block_size, num_kv_heads, head_dim], dense.
 // V pool: block k at byte k * v_block_stride_bytes; inside a block
 //   [0, B*n*b/8)                       index section: [block_size][n*b/8] packed codes

@@ -1,4 +1,4 @@
-// Number formats of SPEC section 1 as small pure functions, written from the spec (not from the
+// Number formats of docs/spec.md section 1 as small pure functions, written from the spec (not from the
 // CUDA headers, which the tests use as an independent oracle). All conversions are exact bit
 // manipulations; none depends on the host's floating-point environment except where noted.
 // NaN results are canonical, as in the CUDA headers' host code (fp16 0x7FFF, fp32 0x7FFFFFFF,

@@ -1,4 +1,4 @@
-// The Turbo-V group quantizer (SPEC sections 2 and 4), in the exact operation order of the writer.
+// The Turbo-V group quantizer (docs/spec.md sections 2 and 4), in the exact operation order of the writer.
 #pragma once
 #include <cstdint>
 
@@ -17,7 +17,7 @@ struct QuantizedGroup {
   float scale = 0;                 // s after the clamp to 448, before fp8 encoding
 };
 
-// Steps 1-7 of SPEC section 4 on 16 bf16 inputs.
+// Steps 1-7 of docs/spec.md section 4 on 16 bf16 inputs.
 QuantizedGroup quantize_group(const FormatTraits& t, const uint16_t (&x_bf16)[kGroupSize]);
 
 // quantize_group for `count` consecutive groups of x_bf16 ([count * 16] bf16), the writer's

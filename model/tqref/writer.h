@@ -1,4 +1,4 @@
-// CPU model of reshape_and_cache_flash_bf16k_turbo{2,3,4}v (SPEC section 4) on raw byte buffers
+// CPU model of reshape_and_cache_flash_bf16k_turbo{2,3,4}v (docs/spec.md section 4) on raw byte buffers
 // laid out exactly as on the GPU.
 #pragma once
 #include <cstddef>

@@ -2,7 +2,7 @@
 // docs/reliability.md "GPU faults"). Never embedded in the built-in fatbin and kept out of
 // build/kernels/modules (tqref conform scans that directory): CMake writes them to
 // build/kernels/testing/faulty/faulty_<kind>.*. Each module has the three decoder entry points
-// of SPEC section 5 with the reference kernels' parameters, built with HDIM=128: turbo2v and
+// of docs/spec.md section 5 with the reference kernels' parameters, built with HDIM=128: turbo2v and
 // turbo4v are the real reference-order decoders (so a run shows cases judged normally before and
 // after the fault), turbo3v misbehaves as TQREF_FAULT says:
 //   1 trap      every CTA executes `trap`: the launch fails with a sticky CUDA_ERROR_LAUNCH_FAILED

@@ -128,7 +128,7 @@ struct WriterCase {
   uint32_t H, D, B, tokens, padding, key_pad, value_pad, v_data_pad, v_block_pad;
 };
 
-// Values for one token row: gaussian, with special groups mixed in (SPEC section 7).
+// Values for one token row: gaussian, with special groups mixed in (docs/spec.md section 7).
 void fill_values(std::mt19937_64& rng, uint16_t* row, uint32_t n) {
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::uniform_int_distribution<int> kind(0, 15);

@@ -20,26 +20,26 @@ inline constexpr BuiltinModule kBuiltinModules[] = {
     {"writers",
      {"reshape_and_cache_flash_bf16k_turbo2v", "reshape_and_cache_flash_bf16k_turbo3v",
       "reshape_and_cache_flash_bf16k_turbo4v"},
-     "SPEC section 4 writers"},
+     "docs/spec.md section 4 writers"},
     {"decode_hdim128",
      {"paged_decode_attn_bf16k_turbo2v", "paged_decode_attn_bf16k_turbo3v",
       "paged_decode_attn_bf16k_turbo4v"},
-     "SPEC section 5 decoders, HDIM=128, TQ_PLUS_SPARSE_V_THRESHOLD=1e-3f"},
+     "docs/spec.md section 5 decoders, HDIM=128, TQ_PLUS_SPARSE_V_THRESHOLD=1e-3f"},
     {"decode_hdim256",
      {"paged_decode_attn_bf16k_turbo2v", "paged_decode_attn_bf16k_turbo3v",
       "paged_decode_attn_bf16k_turbo4v"},
-     "SPEC section 5 decoders, HDIM=256, TQ_PLUS_SPARSE_V_THRESHOLD=1e-3f"},
+     "docs/spec.md section 5 decoders, HDIM=256, TQ_PLUS_SPARSE_V_THRESHOLD=1e-3f"},
     {"ex2_probe", {"tqref_ex2_probe", nullptr, nullptr}, "MUFU.EX2 calibration probe"},
     {"decode_fast_hdim128",
      {"paged_decode_attn_bf16k_turbo2v_gqa", "paged_decode_attn_bf16k_turbo3v_gqa",
       "paged_decode_attn_bf16k_turbo4v_gqa", "paged_decode_attn_bf16k_turbo2v_gqa_stats",
       "paged_decode_attn_bf16k_turbo3v_gqa_stats", "paged_decode_attn_bf16k_turbo4v_gqa_stats"},
-     "GQA decoders (same bits as SPEC section 5), HDIM=128, grid [num_q_heads/HT, num_seqs]"},
+     "GQA decoders (same bits as docs/spec.md section 5), HDIM=128, grid [num_q_heads/HT, num_seqs]"},
     {"decode_fast_hdim256",
      {"paged_decode_attn_bf16k_turbo2v_gqa", "paged_decode_attn_bf16k_turbo3v_gqa",
       "paged_decode_attn_bf16k_turbo4v_gqa", "paged_decode_attn_bf16k_turbo2v_gqa_stats",
       "paged_decode_attn_bf16k_turbo3v_gqa_stats", "paged_decode_attn_bf16k_turbo4v_gqa_stats"},
-     "GQA decoders (same bits as SPEC section 5), HDIM=256, grid [num_q_heads/HT, num_seqs]"},
+     "GQA decoders (same bits as docs/spec.md section 5), HDIM=256, grid [num_q_heads/HT, num_seqs]"},
     {"bench_util", {"tqref_bench_fill_bf16", nullptr, nullptr}, "tqref bench input generator"},
 };
 
@@ -47,7 +47,7 @@ inline constexpr BuiltinModule kBuiltinModules[] = {
 std::span<const unsigned char> builtin_fatbin(std::string_view name);
 
 // The decoder module the engine loads for a launch with this head_dim: the HDIM=128 build for
-// head_dim <= 128, the HDIM=256 build otherwise (SPEC section 5; mismatches are deliberate
+// head_dim <= 128, the HDIM=256 build otherwise (docs/spec.md section 5; mismatches are deliberate
 // real-world cases, not rejected here).
 constexpr const char* engine_decode_module(uint32_t head_dim) {
   return head_dim <= 128 ? "decode_hdim128" : "decode_hdim256";
