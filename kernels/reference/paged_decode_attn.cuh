@@ -249,6 +249,10 @@ __device__ __forceinline__ void paged_decode_attn(
         const bool use = ef[b] >= kThresh;  // MUTANT 5: a factor equal to THRESH is not skipped
 #elif TQREF_MUTANT == 15
         const bool use = true;  // MUTANT 15: sparse-V skip disabled
+#elif TQREF_MUTANT == 18
+        // MUTANT 18: a "dense path" for launches of more than 32 sequences (gridDim.y): V of every
+        // position is read. Passes D on suites of at most 32 sequences; level I's large batch shows it.
+        const bool use = gridDim.y > 32u || ef[b] > kThresh;
 #else
         const bool use = ef[b] > kThresh;
 #endif
@@ -286,6 +290,8 @@ __device__ __forceinline__ void paged_decode_attn(
       const bool use = en >= kThresh;  // MUTANT 5
 #elif TQREF_MUTANT == 15
       const bool use = true;  // MUTANT 15
+#elif TQREF_MUTANT == 18
+      const bool use = gridDim.y > 32u || en > kThresh;  // MUTANT 18
 #else
       const bool use = en > kThresh;
 #endif
@@ -358,9 +364,18 @@ __device__ __forceinline__ void paged_decode_attn(
   const float inv = l > 0.0f ? __fdiv_rn(1.0f, l) : 0.0f;
   uint16_t* out = reinterpret_cast<uint16_t*>(output) +
                   (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim + lane * VEC;
+#if TQREF_MUTANT == 19
+  // MUTANT 19: the lowest output bit follows the parity of the physical block that holds the
+  // sequence's last position (a block id leaking into the result)
+  const uint16_t flip = static_cast<uint16_t>(c.block_table[(Ll - 1) / block_size] & 1);
+#pragma unroll
+  for (uint32_t i = 0; i < VEC; ++i)
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv))) ^ flip;
+#else
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i)
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv)));
+#endif
 }
 
 }  // namespace tqref::gpu

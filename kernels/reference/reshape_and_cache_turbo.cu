@@ -139,6 +139,13 @@ __device__ __forceinline__ void reshape_and_cache(
 
   const uint32_t t = blockIdx.x;
   int64_t s = slot_mapping[t];
+#if TQREF_MUTANT == 20
+  {  // MUTANT 20: when the first, middle and last slots look like one contiguous run, every token
+     // t is written to slot_mapping[0] + t (a shortcut that samples the batch instead of reading it)
+    const int64_t T = gridDim.x, s0 = slot_mapping[0];
+    if (s0 >= 0 && slot_mapping[T - 1] - s0 == T - 1 && slot_mapping[T / 2] - s0 == T / 2) s = s0 + t;
+  }
+#endif
 #if TQREF_MUTANT == 11
   if (s < 0) s = 0;  // MUTANT 11: padding tokens overwrite slot 0
 #else
