@@ -286,7 +286,7 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
   const std::vector<Cli> cases = {
       {"nosuchcommand", kUsage, {"unknown command 'nosuchcommand'", "usage: tqref"}, 40},
       {"check", kUsage, {"give the golden FILE"}},
-      {"check ok.h5 --level X", kUsage, {"--level X", "allowed: exact (W/D) or T"}},
+      {"check ok.h5 --level X", kUsage, {"--level X", "allowed: exact (W/D), T or I"}},
       {"check ok.h5 --kind encoder", kUsage, {"--kind encoder", "allowed: writer, decode"}},
       {"check ok.h5 --inject melt", kUsage, {"--inject melt", "allowed: none"}},
       {"check ok.h5 --show many", kUsage, {"show"}},
