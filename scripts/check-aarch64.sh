@@ -157,7 +157,7 @@ RESULTS=()
 FAILED=0
 # record NAME STATUS(pass|FAIL|skip) SECONDS DETAIL
 record() {
-  RESULTS+=("$(printf '%-4s  %-44s %6ss  %s' "$2" "$1" "$3" "$4")")
+  RESULTS+=("$(printf '%-4s  %-52s %5s s  %s' "$2" "$1" "$3" "$4")")
   [[ $2 == FAIL ]] && FAILED=1
   say "$2: $1 ($3 s) $4"
 }
@@ -182,9 +182,9 @@ compare() {
   local name=$1 a=$2 b=$3 log
   log=$LOGS/diff-$(basename "$a" .h5)-$(basename "$b" .h5).log
   if bash scripts/golden-diff.sh "$a" "$b" >"$log" 2>&1; then
-    record "$name" pass 0 "identical in data"
+    record "$name" pass - "identical in data"
   else
-    record "$name" FAIL 0 "differs: $(head -n1 "$log") ($log)"
+    record "$name" FAIL - "differs: $(head -n1 "$log") ($log)"
   fi
 }
 
@@ -199,7 +199,10 @@ generate_and_compare() {
     record "generate $suite --shard $shard (aarch64)" FAIL $(($(now) - t0)) "exit $rc ($LOGS/generate-arm-$tag.log)"
     return
   fi
-  record "generate $suite --shard $shard (aarch64)" pass $(($(now) - t0)) "$(grep -o '[0-9]* specs' "$LOGS/generate-arm-$tag.log")"
+  # "generate: N / N specs" counts the shard's specs, "wrote F: M specs" the whole suite's.
+  record "generate $suite --shard $shard (aarch64)" pass $(($(now) - t0)) \
+    "$(grep -o '[0-9]* / [0-9]* specs' "$LOGS/generate-arm-$tag.log" | tail -n1 | cut -d' ' -f1) of $(
+       sed -n 's/^wrote .*: \([0-9]*\) specs.*/\1/p' "$LOGS/generate-arm-$tag.log") specs"
   t0=$(now)
   "$HOST_TQREF" generate --suite "$suite" --shard "$shard" --out "$WORK/x86-$tag.h5" \
     >"$LOGS/generate-x86-$tag.log" 2>&1 || die "x86-64 generate $suite failed ($LOGS/generate-x86-$tag.log)"
@@ -213,7 +216,7 @@ generate_and_compare() {
 # can start an aarch64 program only when binfmt_misc knows qemu; without it that case is left out
 # and the summary says so.
 run_test_suite() {
-  local t=$1 t0 rc=0 args=(--log_level=test_suite) note=""
+  local t=$1 t0 rc=0 args=(--log_level=test_suite --report_level=short --color_output=false) note=""
   if [[ $t == test_ex2 && ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
     args+=(--run_test='!calibrate_default_output_is_where_the_loader_looks')
     note=" (calibrate_default_output_is_where_the_loader_looks not run: no binfmt_misc for aarch64)"
@@ -221,7 +224,8 @@ run_test_suite() {
   t0=$(now)
   arm "$XBUILD/tests/$t" "${args[@]}" >"$LOGS/$t.log" 2>&1 || rc=$?
   if ((rc == 0)); then
-    record "$t (Boost.Test under qemu)" pass $(($(now) - t0)) "$(grep -o '\*\*\* No errors detected' "$LOGS/$t.log" | head -n1)$note"
+    record "$t (Boost.Test under qemu)" pass $(($(now) - t0)) \
+      "$(grep -m1 -oE '[0-9]+ test cases? out of [0-9]+ passed' "$LOGS/$t.log")$note"
   else
     record "$t (Boost.Test under qemu)" FAIL $(($(now) - t0)) "exit $rc: $(grep -m1 'error' "$LOGS/$t.log") ($LOGS/$t.log)"
   fi
