@@ -177,6 +177,20 @@ check_file() {
   fi
 }
 
+# No fused multiply-add in the model's object code (docs/spec.md forbids FMA; FMA is baseline on
+# aarch64, so a contracted build is the likeliest way for the model to drift there). Catches
+# contraction on paths the golden files never reach; the data checks below catch it where they do.
+readonly FUSED='f(n?m(add|sub|la|ls)|n?m(ad|sb))'
+check_no_fma() {
+  local lib=$XBUILD/model/libtqref_model.a n
+  n=$(aarch64-linux-gnu-objdump -d --no-show-raw-insn "$lib" | grep -cE "\s${FUSED}\s" || true)
+  if ((n == 0)); then
+    record "no fused multiply-add in libtqref_model.a" pass - "objdump: 0 fmadd/fmla/... instructions"
+  else
+    record "no fused multiply-add in libtqref_model.a" FAIL - "objdump: $n fused instructions"
+  fi
+}
+
 # golden-diff of two files, recorded under NAME.
 compare() {
   local name=$1 a=$2 b=$3 log
@@ -237,11 +251,12 @@ readonly WORK=$(mktemp -d "${TMPDIR:-/tmp}/tqref-aarch64.XXXXXX")
 readonly LOGS=$WORK/logs
 mkdir -p "$LOGS"
 install_host_tools
-build_sysroot
+T0=$(now); build_sysroot; T_SYSROOT=$(($(now) - T0))
 T0=$(now); build_host; T_HOST=$(($(now) - T0))
 T0=$(now); build_cross; T_CROSS=$(($(now) - T0))
-say "builds: x86-64 ${T_HOST} s, aarch64 ${T_CROSS} s; logs and outputs in $WORK"
+say "setup: sysroot ${T_SYSROOT} s, x86-64 build ${T_HOST} s, aarch64 build ${T_CROSS} s; logs and outputs in $WORK"
 
+check_no_fma
 check_file data/golden/smoke.h5
 check_file data/golden/real.h5
 generate_and_compare smoke
@@ -256,7 +271,7 @@ echo
 echo "aarch64 check of $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- || echo -dirty)," \
      "$(date -u +%Y-%m-%d), $(qemu-aarch64 --version | head -n1), $(aarch64-linux-gnu-g++ --version | head -n1)"
 printf '  %s\n' "${RESULTS[@]}"
-echo "  builds: x86-64 ${T_HOST} s, aarch64 ${T_CROSS} s; total $(($(now) - T_START)) s"
+echo "  setup: sysroot ${T_SYSROOT} s, x86-64 build ${T_HOST} s, aarch64 build ${T_CROSS} s; total $(($(now) - T_START)) s"
 if ((FAILED)); then
   echo "check-aarch64: FAILED (logs in $WORK/logs)"
   exit 1
