@@ -3,6 +3,7 @@
 # same bits there as on x86-64. Cross-builds the host-only part of tqref (no CUDA, like the
 # cpu-only preset) with Debian's g++-aarch64-linux-gnu against an arm64 Debian sysroot, runs it
 # under qemu-user and requires:
+#   0. no fused multiply-add instruction in the model library (objdump);
 #   1. `tqref check data/golden/smoke.h5 --backend model`: every case exact;
 #   2. `tqref check data/golden/real.h5 --backend model`: every case exact;
 #   3. the smoke suite regenerated on aarch64 identical in data (scripts/golden-diff.sh) to the
@@ -27,7 +28,6 @@
 # file), and both build trees (build/cpu-only, build/aarch64) are built incrementally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-readonly ROOT=$PWD
 readonly CACHE=${TQREF_AARCH64_CACHE:-$HOME/.cache/tqref-aarch64}
 readonly SYSROOT=$CACHE/sysroot
 readonly XBUILD=build/aarch64 HBUILD=build/cpu-only
@@ -83,6 +83,7 @@ build_sysroot() {
     return 0
   fi
   say "sysroot: building $SYSROOT from $mirror ($suite, arm64)"
+  rm -rf "$SYSROOT".partial-*  # left by an interrupted run
   local apt=$CACHE/apt
   mkdir -p "$apt/lists/partial" "$apt/archives/partial"
   : >"$apt/status"
@@ -155,11 +156,11 @@ HOST_TQREF=$HBUILD/harness/cli/tqref
 
 RESULTS=()
 FAILED=0
-# record NAME STATUS(pass|FAIL|skip) SECONDS DETAIL
+# record NAME STATUS(pass|FAIL|skip) SECONDS(or -) DETAIL
 record() {
   RESULTS+=("$(printf '%-4s  %-52s %5s s  %s' "$2" "$1" "$3" "$4")")
   [[ $2 == FAIL ]] && FAILED=1
-  say "$2: $1 ($3 s) $4"
+  if [[ $3 == - ]]; then say "$2: $1: $4"; else say "$2: $1 ($3 s): $4"; fi
 }
 
 # `tqref check FILE --backend model` under qemu: exit 0 and every case passed, none skipped.
@@ -247,7 +248,8 @@ run_test_suite() {
 
 # --- main ---------------------------------------------------------------------------------------
 mkdir -p "$CACHE"
-readonly WORK=$(mktemp -d "${TMPDIR:-/tmp}/tqref-aarch64.XXXXXX")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tqref-aarch64.XXXXXX")
+readonly WORK
 readonly LOGS=$WORK/logs
 mkdir -p "$LOGS"
 install_host_tools
@@ -264,7 +266,7 @@ generate_and_compare standard "$SHARD"
 if ((RUN_TESTS)); then
   for t in "${MODEL_TESTS[@]}"; do run_test_suite "$t"; done
 else
-  record "model Boost.Test suites under qemu" skip 0 "TQREF_AARCH64_TESTS=0"
+  record "model Boost.Test suites under qemu" skip - "TQREF_AARCH64_TESTS=0"
 fi
 
 echo
