@@ -135,9 +135,6 @@ Check check_engine_head_dim(uint32_t head_dim) {
 Check check_decode_build(const DecodeParams& p) {
   if (!is_decode_hdim(p.hdim))
     return bad("hdim", str(p.hdim), "128, 256 (the kernel's compile-time HDIM)");
-  if (p.head_dim != p.hdim)
-    return bad("head_dim", str(p.head_dim),
-               "equal to hdim = " + str(p.hdim) + " (the kernel's compile-time HDIM)");
   return std::nullopt;
 }
 

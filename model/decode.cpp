@@ -70,9 +70,11 @@ class Cta {
   Cta(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2, const DecodeParams& p,
       uint32_t s, uint32_t qh)
       : pools_(pools), dq_(dq), ex2_(ex2), p_(p), s_(s),
-        kvh_(qh / (p.num_q_heads / p.num_kv_heads)) {
-    const uint16_t* qrow = pools.q + uint64_t(s) * p.q_stride + uint64_t(qh) * HDIM;
-    for (uint32_t d = 0; d < HDIM; ++d) q_[d] = bf16_to_f32(qrow[d]);
+        kvh_(qh / (p.num_q_heads / p.num_kv_heads)), dims_(p.head_dim) {
+    // docs/spec.md section 5.1: dims head_dim .. HDIM-1 are the inactive lanes' dims; their q and
+    // k are +0, which gives exactly the +0 partial sums of an inactive lane.
+    const uint16_t* qrow = pools.q + uint64_t(s) * p.q_stride + uint64_t(qh) * dims_;
+    for (uint32_t d = 0; d < HDIM; ++d) q_[d] = d < dims_ ? bf16_to_f32(qrow[d]) : 0.0f;
   }
 
   // Runs the CTA for a sequence of length L > 0; writes bf16 output and, if asked, diagnostics.
@@ -91,7 +93,7 @@ class Cta {
     merge(warps);
     const WarpState<HDIM>& w0 = warps[0];
     const float inv = w0.l > 0.0f ? 1.0f / w0.l : 0.0f;  // correctly rounded; NaN l -> 0
-    for (uint32_t d = 0; d < HDIM; ++d) {
+    for (uint32_t d = 0; d < dims_; ++d) {
       const float y = w0.o[d] * inv;
       out[d] = f32_to_bf16(y);
       if (diag) diag->out_f32[d] = y;
@@ -167,9 +169,9 @@ class Cta {
     constexpr uint32_t kPairs = kVec / 2;  // pairs per lane
     const CacheGeometry& g = pools_.geo;
     const uint64_t slot = physical_block(p) * g.block_size + p % g.block_size;
-    const uint8_t* kbytes = pools_.k + g.k_row_offset(int64_t(slot)) + uint64_t(kvh_) * HDIM * 2;
-    std::array<uint16_t, HDIM> kbits;
-    std::memcpy(kbits.data(), kbytes, sizeof(kbits));
+    const uint8_t* kbytes = pools_.k + g.k_row_offset(int64_t(slot)) + uint64_t(kvh_) * dims_ * 2;
+    std::array<uint16_t, HDIM> kbits{};  // dims >= head_dim stay +0 (section 5.1)
+    std::memcpy(kbits.data(), kbytes, uint64_t(dims_) * 2);
     std::array<float, HDIM> prod;
     for (uint32_t d = 0; d < HDIM; ++d) prod[d] = q_[d] * bf16_to_f32(kbits[d]);  // --fmad=false
     std::array<float, HDIM / 2> pair;
@@ -196,12 +198,12 @@ class Cta {
   void dequant(uint64_t p, float* vals) const {
     const CacheGeometry& g = pools_.geo;
     const int64_t slot = int64_t(physical_block(p) * g.block_size + p % g.block_size);
-    const uint64_t group0 = uint64_t(kvh_) * HDIM / kGroupSize;
+    const uint64_t group0 = uint64_t(kvh_) * dims_ / kGroupSize;
     const uint8_t* codes =
         pools_.v + g.v_code_row_offset(slot, pools_.bits) + group0 * pools_.group_code_bytes;
     const uint8_t* scales = pools_.v + g.v_scale_row_offset(slot) + group0;
     const uint32_t bits = pools_.bits, mask = (1u << bits) - 1u;
-    for (uint32_t grp = 0; grp < HDIM / kGroupSize; ++grp) {
+    for (uint32_t grp = 0; grp < dims_ / kGroupSize; ++grp) {
       const float* row = dq_.value.data() + uint32_t(scales[grp]) * 16;
       // The group's 2*b bytes as one little-endian word: every format packs LSB first, so
       // code k sits at bits k*b .. k*b+b-1 (what unpack_group_code computes byte by byte).
@@ -210,6 +212,7 @@ class Cta {
       for (uint32_t k = 0; k < kGroupSize; ++k)
         vals[grp * kGroupSize + k] = row[(word >> (k * bits)) & mask];
     }
+    std::fill(vals + dims_, vals + HDIM, 0.0f);  // inactive lanes read no V (never output)
   }
 
   // v = ef > THRESH ? dequant(p) : 0. A skipped position's V bytes are never touched.
@@ -302,6 +305,7 @@ class Cta {
   const DecodeParams& p_;
   uint32_t s_;
   uint32_t kvh_;
+  uint32_t dims_;  // head_dim <= HDIM: the active lanes' dims (section 5.1)
   std::array<float, HDIM> q_;
   uint8_t* skipped_ = nullptr;  // diagnostics mask over [start, L), or null
   uint32_t start_ = 0;
@@ -323,6 +327,19 @@ void validate(Format f, size_t q_elems, size_t k_bytes, size_t v_bytes, size_t o
   require(kFunction, check_sequences(p, tables, lens, pool_blocks(g, k_bytes, v_bytes)));
 }
 
+// What a CTA writes to each element of its row when head_dim > HDIM (section 5.1): bf16 NaN, as
+// __float2bfloat16_rn writes every NaN.
+constexpr uint16_t kNoComputeOutput = 0x7FFF;
+
+// Diagnostics of a CTA that computes nothing (head_dim > HDIM, section 5.1): every position's V
+// load is skipped (none is read), m, l and the f32 outputs are NaN.
+void no_compute_diag(DecodeHeadDiag& hd, uint32_t positions, uint32_t head_dim) {
+  const float nan = f32_from_bits(0x7FC00000u);
+  hd.skipped.assign(positions, 1);
+  hd.m = hd.l = nan;
+  hd.out_f32.assign(head_dim, nan);
+}
+
 template <uint32_t HDIM>
 void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
              std::span<uint16_t> output, std::span<const int32_t> lens, const DecodeParams& p,
@@ -336,12 +353,18 @@ void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
     const uint32_t L = uint32_t(lens[s]);
     if (L == 0) continue;  // the CTA returns and writes nothing
     DecodeHeadDiag* hd = diag ? &diag->heads[i] : nullptr;
+    uint16_t* out = output.data() + uint64_t(i) * p.head_dim;
+    if (p.head_dim > HDIM) {  // section 5.1: no V is read, every element of the row is NaN
+      std::fill(out, out + p.head_dim, kNoComputeOutput);
+      if (hd) no_compute_diag(*hd, L - window_start(L, p.sliding_window), p.head_dim);
+      continue;
+    }
     if (hd) {
       hd->skipped.assign(L - window_start(L, p.sliding_window), 0);
-      hd->out_f32.assign(HDIM, 0.0f);
+      hd->out_f32.assign(p.head_dim, 0.0f);
     }
     Cta<HDIM> cta(pools, dq, ex2, p, s, qh);
-    cta.run(L, output.data() + uint64_t(i) * HDIM, hd);
+    cta.run(L, out, hd);
     if (hd)
       hd->skip_count = uint32_t(std::count(hd->skipped.begin(), hd->skipped.end(), uint8_t(1)));
   }

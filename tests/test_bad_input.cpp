@@ -363,7 +363,7 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
   yaml("unknown_key.yaml", "fromat: turbo3v\n");
   yaml("head_dim_100.yaml", "kind: writer\nhead_dim: 100\n");
   yaml("block_size_0.yaml", "kind: writer\nblock_size: 0\n");
-  yaml("decode_head_dim_64.yaml", "kind: decode\nhead_dim: 64\n");
+  yaml("decode_head_dim_272.yaml", "kind: decode\nhead_dim: 272\n");
   yaml("huge_tokens.yaml", "kind: writer\nnum_tokens: 4000000000\n");
   yaml("negative.yaml", "kind: writer\nnum_kv_heads: -2\n");
   yaml("explosion.yaml", "kind: writer\nkey_pad: [0,4,8,12,16,20,24,28,32,36]\nvalue_pad: [0,1,2,3,4,5,6,7,8,9]\n"
@@ -402,7 +402,7 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config unknown_key.yaml --out o.h5", kBadInput, {"unknown_key.yaml", "'fromat'", "unknown key"}},
       {"generate --config head_dim_100.yaml --out o.h5", kBadInput, {"head_dim_100.yaml", "head_dim = 100", "multiple of 16"}},
       {"generate --config block_size_0.yaml --out o.h5", kBadInput, {"block_size = 0", "allowed: 1 .. 4096"}},
-      {"generate --config decode_head_dim_64.yaml --out o.h5", kBadInput, {"head_dim = 64", "128, 256"}},
+      {"generate --config decode_head_dim_272.yaml --out o.h5", kBadInput, {"head_dim = 272", "16 .. 256"}},
       {"generate --config huge_tokens.yaml --out o.h5", kBadInput, {"num_tokens = 4000000000"}},
       {"generate --config negative.yaml --out o.h5", kBadInput, {"num_kv_heads", "-2"}},
       {"generate --config explosion.yaml --out o.h5", kBadInput, {"explosion.yaml", "1000000 points", "allowed: <= 100000"}},

@@ -209,7 +209,8 @@ BOOST_AUTO_TEST_CASE(slot_mapping) {
           "slot_mapping[1] = 0; allowed: negative (padding): the pools hold no whole block");
 }
 
-// docs/spec.md section 5: HDIM is 128 or 256 and head_dim equals it.
+// docs/spec.md section 5: HDIM is 128 or 256; head_dim may differ from it (section 5.1, outside
+// the contract), and the published dispatch picks the build.
 BOOST_AUTO_TEST_CASE(decode_build) {
   DecodeParams p = decoder();
   accepted(check_decode_build(p), "HDIM 128");
@@ -221,11 +222,18 @@ BOOST_AUTO_TEST_CASE(decode_build) {
             "hdim = " + std::to_string(h) + "; allowed: 128, 256 (the kernel's compile-time HDIM)");
   }
   p.hdim = 128;
-  for (uint32_t d : {112u, 144u, 256u}) {
+  for (uint32_t d : {48u, 112u, 144u, 256u}) {
     p.head_dim = d;
-    refused(check_decode_build(p), "head_dim = " + std::to_string(d) +
-                                       "; allowed: equal to hdim = 128 (the kernel's compile-time HDIM)");
+    accepted(check_decode_build(p), "head_dim below or above HDIM 128 (section 5.1)");
+    BOOST_TEST(!decode_in_contract(d, 128));
   }
+  BOOST_TEST(decode_in_contract(128, 128));
+  // the engine's rule: 128 up to 128, 256 up to 256, nothing above
+  BOOST_TEST(published_dispatch_hdim(16) == 128u);
+  BOOST_TEST(published_dispatch_hdim(128) == 128u);
+  BOOST_TEST(published_dispatch_hdim(144) == 256u);
+  BOOST_TEST(published_dispatch_hdim(256) == 256u);
+  BOOST_TEST(published_dispatch_hdim(272) == 0u);
 }
 
 // The build an engine loads for a model's head_dim (docs/spec.md section 5): 128 up to 128, 256
@@ -369,7 +377,7 @@ BOOST_AUTO_TEST_CASE(model_entry_points_throw_contract_errors) {
                "num_blocks*block_size-1 = 3");
   }
   DecodeParams d = decoder();
-  d.hdim = 256;  // head_dim stays 128
+  d.hdim = 64;  // not a build
   const std::vector<uint16_t> q(2 * 520 + 512);
   std::vector<uint16_t> out(3 * 512);
   const std::vector<int32_t> tables(15, 0), lens = {1, 1, 1};
@@ -378,8 +386,8 @@ BOOST_AUTO_TEST_CASE(model_entry_points_throw_contract_errors) {
                                            test::synthetic_ex2()),
                         ContractError, [](const ContractError& e) {
                           return std::string(e.what()) ==
-                                 "paged_decode_model: head_dim = 128; allowed: equal to hdim = 256 "
-                                 "(the kernel's compile-time HDIM)";
+                                 "paged_decode_model: hdim = 64; allowed: 128, 256 (the kernel's "
+                                 "compile-time HDIM)";
                         });
   d.num_q_heads = 3;
   BOOST_CHECK_EXCEPTION(

@@ -66,9 +66,11 @@ CaseSpec decode_spec(const CaseSpec& in, const std::string& name) {
     spec.seq_lens = {16, 32};           // at each chunk start
     spec.sliding_window = 0;
   }
-  if (!is_decode_hdim(spec.head_dim))  // generated cases launch the build head_dim names
-    throw std::invalid_argument("decode spec " + name + ": head_dim = " +
-                                std::to_string(spec.head_dim) + "; allowed: 128, 256 (HDIM)");
+  // Generated cases launch the build the engine's dispatch picks (engine_hdim); a head_dim below
+  // it is outside the contract and follows docs/spec.md section 5.1.
+  if (spec.head_dim % kGroupSize != 0 || check_engine_head_dim(spec.head_dim))
+    throw std::invalid_argument("decode spec " + name + ": head_dim = " + std::to_string(spec.head_dim) +
+                                "; allowed: a multiple of 16 up to 256 (the decoder builds' HDIM)");
   if (spec.seq_lens.empty()) throw std::invalid_argument("decode spec " + name + ": no sequences");
   if (spec.q_per_kv == 0) throw std::invalid_argument("decode spec " + name + ": q_per_kv = 0");
   for (int32_t L : spec.seq_lens)
@@ -143,7 +145,7 @@ DecodeParams decode_params(const CaseSpec& spec, uint32_t max_blocks) {
   p.q_stride = QH * D + spec.q_pad;
   p.sliding_window = spec.sliding_window;
   p.num_seqs = uint32_t(spec.seq_lens.size());
-  p.hdim = D;
+  p.hdim = engine_hdim(D);  // head_dim < HDIM: outside the contract (docs/spec.md section 5.1)
   p.threshold = spec.threshold;
   return p;
 }
@@ -315,6 +317,11 @@ std::string decode_exercises(const CaseSpec& spec, const GoldenCase& dc, size_t 
     ex += "; " + std::to_string(changed) + " output elements change under " +
           (thr ? "V used when factor >= THRESH (mutant 5)" : "EXPF without the split below y = -126 (mutant 14)");
   }
+  const DecodeParams& p = dc.d.p;
+  if (!decode_in_contract(p.head_dim, p.hdim))
+    ex += "; head_dim " + std::to_string(p.head_dim) + " launched on the HDIM=" + std::to_string(p.hdim) +
+          " build (the engine's dispatch): outside the contract, expected bits by docs/spec.md section 5.1";
+  if (!spec.label.empty()) ex += "; attention geometry of " + spec.label + " (data/models/attention.yaml)";
   return ex;
 }
 
@@ -323,7 +330,11 @@ std::string decode_exercises(const CaseSpec& spec, const GoldenCase& dc, size_t 
 std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uint64_t seed,
                                     const Ex2Profile* ex2) {
   const std::string name = spec_name(spec_in, index);
-  if (spec_in.kind == CaseKind::writer) return {build_writer_case(spec_in, name, seed)};
+  if (spec_in.kind == CaseKind::writer) {
+    GoldenCase w = build_writer_case(spec_in, name, seed);
+    if (!spec_in.label.empty()) w.exercises += "; attention geometry of " + spec_in.label + " (data/models/attention.yaml)";
+    return {std::move(w)};
+  }
   if (!ex2) throw std::invalid_argument("decode spec " + name + " needs an EX2 profile");
   const CaseSpec spec = decode_spec(spec_in, name);
   Rng rng(seed);

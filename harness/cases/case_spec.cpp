@@ -1,5 +1,6 @@
 #include "cases/case_spec.h"
 
+#include <cctype>
 #include <cstdio>
 
 #include "tqref/numeric.h"
@@ -63,6 +64,10 @@ std::string spec_name(const CaseSpec& s, uint64_t index) {
   if (s.key_pad || s.value_pad || s.q_pad) r += "_stridepad";
   if (s.v_data_pad || s.v_block_pad) r += "_vpad";
   r += std::string("_") + dist_name(s.dist);
+  if (!s.label.empty()) {  // HDF5 group names: keep letters, digits, '-', '.', '_'
+    r += "_";
+    for (char ch : s.label) r += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+  }
   if (f32_bits(s.threshold) != f32_bits(kSparseVThreshold)) {
     char thr[24];
     std::snprintf(thr, sizeof thr, "_thr0x%08x", f32_bits(s.threshold));

@@ -58,6 +58,8 @@ struct CaseSpec {
   Dist dist = Dist::gaussian;
   float threshold = kSparseVThreshold;  // decode: the build's THRESH (names get "_thr<bits>"
                                         // when it is not the default)
+  std::string label;                 // where the geometry comes from (a model name of
+                                     // data/models/attention.yaml); appended to the case name
 };
 
 // "gaussian, student_t, ..., fma_sensitive": the allowed values of a `dist` key.

@@ -90,6 +90,9 @@ GoldenCase finish_decode_case(DecodeInputs in, const GoldenCase& writer, const E
                                                d.block_tables, d.seq_lens, p, ReferenceV::dequantised);
   d.diag.ref_unquantised = reference_attention(dc.format, d.q, d.k_init, d.v_init, in.v_values,
                                                d.block_tables, d.seq_lens, p, ReferenceV::unquantised);
+  if (!decode_in_contract(D, p.hdim))  // what level T against fp64 allows for skips (docs/models.md)
+    d.diag.ref_skip_bound = reference_skip_bound(dc.format, d.q, d.k_init, d.v_init, d.block_tables, d.seq_lens,
+                                                 p, double(dc.threshold) * kSkipBoundFactorMargin);
 
   DecodeDiagnostics diag;
   std::vector<uint16_t> out1(d.out_init);

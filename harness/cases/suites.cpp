@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "cases/model_table.h"
+
 namespace tqref::golden {
 
 namespace {
@@ -154,7 +156,8 @@ std::vector<CaseSpec> suite_specs(const std::string& name) {
   if (name == "smoke") return smoke();
   if (name == "standard") return standard();
   if (name == "stress") return stress();
-  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress");
+  if (name == "models") return models_suite(builtin_model_table());
+  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models");
 }
 
 }  // namespace tqref::golden

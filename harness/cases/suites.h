@@ -8,8 +8,13 @@
 
 namespace tqref::golden {
 
-// "smoke", "standard", "stress"; throws std::invalid_argument on an unknown name.
+// "smoke", "standard", "stress", "models" (the built-in model table); throws
+// std::invalid_argument on an unknown name.
 std::vector<CaseSpec> suite_specs(const std::string& name);
+struct ModelGeometry;
+// The models suite of a model table (model_table.h, docs/models.md): per model a writer spec, a
+// decode spec with its head counts, one per sliding window, and for some a long full-attention one.
+std::vector<CaseSpec> models_suite(const std::vector<ModelGeometry>& table);
 // The cross product a YAML sweep file describes; errors name the file, the key and the value.
 std::vector<CaseSpec> config_specs(const std::string& yaml_text, const std::string& file);
 

@@ -63,9 +63,11 @@ struct GpuArgs {
 
 struct CheckArgs {
   std::string file, backend_name = "model", report, junit, only, repro_dir, inject = "none";
-  std::string level = "exact", filter, kind_filter;
+  std::string level = "exact", filter, kind_filter, dispatch = "published", out_of_contract = "T";
   size_t show = 8;
   bool no_explain = false;
+  DispatchRule rule = DispatchRule::published;
+  OutOfContractLevel ooc = OutOfContractLevel::T;
   GpuArgs ga;
   LevelTOptions topt;
   LevelIOptions iopt;
@@ -97,6 +99,12 @@ po::options_description check_options(CheckArgs& a) {
       "no-explain", po::bool_switch(&a.no_explain),
       "no failure anatomy (its hypotheses re-run the model for each failing case)")(
       "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)")(
+      "dispatch", po::value(&a.dispatch),
+      "decoder build per head_dim: published (HDIM=128 up to 128, 256 above; default) or exact "
+      "(only head_dim == HDIM)")(
+      "out-of-contract", po::value(&a.out_of_contract),
+      "launches with head_dim != HDIM: T (against fp64; default) or D (bit for bit against "
+      "docs/spec.md section 5.1, the extension tqref's decoders implement)")(
       "device", po::value(&a.ga.device), "gpu: CUDA device ordinal (default 0)")(
       "module", po::value(&a.ga.module), "gpu: kernel module file (cubin, PTX or fatbin) instead of "
       "the built-in fatbins")(
@@ -121,6 +129,9 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
     return usage("--level " + a.level + "; allowed: exact (W/D), T or I");
   if (!a.kind_filter.empty() && a.kind_filter != "writer" && a.kind_filter != "decode")
     return usage("--kind " + a.kind_filter + "; allowed: writer, decode");
+  if (!parse_dispatch_rule(a.dispatch, &a.rule)) return usage("--dispatch " + a.dispatch + "; allowed: published, exact");
+  if (!parse_out_of_contract_level(a.out_of_contract, &a.ooc))
+    return usage("--out-of-contract " + a.out_of_contract + "; allowed: T, D");
   // Outputs: never an input (the golden file, the module) nor each other; directories that take a
   // file.
   for (const auto& [opt, path, other] : {std::tuple<const char*, std::string, std::string>{"report", a.report, a.junit},
@@ -214,8 +225,10 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
     if (!a.selected(name)) continue;
     // the kind attribute first: --kind skips the other cases without reading their pools
     if (!a.kind_filter.empty() && cases.group(name).attr_string("kind") != a.kind_filter) continue;
-    GoldenCase c = read_case(cases, name, level_t);
-    const std::string cannot = raw.cannot_run(c);
+    // diagnostics hold the fp64 references: level T, and launches outside the contract
+    GoldenCase c = read_case(cases, name, level_t || a.ooc == OutOfContractLevel::T);
+    std::string cannot = dispatch_skip_reason(a.rule, c);
+    if (cannot.empty()) cannot = raw.cannot_run(c);
     if (!cannot.empty()) {
       ++t.skipped;
       std::printf("SKIP %s: %s\n", name.c_str(), cannot.c_str());
@@ -229,12 +242,15 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
       v = level_i_case_verdict(t.iverdicts.back());
       printed = true;
     } else {
-      JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt, !a.no_explain);
+      JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt, a.ooc, !a.no_explain);
       v = std::move(j.verdict);
       if (j.tolerance) {
         t.tverdicts.push_back(std::move(*j.tolerance));
-        std::fputs((level_t_text(t.tverdicts.back()) + explanation_text(v.explanation)).c_str(), stdout);
+        const std::string note = v.note.empty() ? "" : "    " + v.note + "\n";
+        std::fputs((level_t_text(t.tverdicts.back()) + note + explanation_text(v.explanation)).c_str(), stdout);
         printed = true;
+      } else if (v.pass && !v.note.empty()) {
+        std::fputs(report_text(v, a.show).c_str(), stdout);
       }
     }
     if (!v.pass) {

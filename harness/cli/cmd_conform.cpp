@@ -25,6 +25,7 @@
 #include "io/atomic_output.h"
 #include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
+#include "judge/dispatch.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
 #include "gpu/conform_run.h"
@@ -49,6 +50,7 @@ struct Args {
   size_t show = 4;
   bool no_invariance = false;
   golden::LevelTOptions topt;
+  std::string dispatch = "published", out_of_contract = "T";
 };
 
 std::string utc_now() {
@@ -151,6 +153,8 @@ int run(const Args& a, const std::string& command_line) {
   res.threshold = a.threshold;
   res.topt = a.topt;
   res.invariance = !a.no_invariance;
+  res.dispatch = a.dispatch;
+  res.out_of_contract = a.out_of_contract;
   std::vector<ModuleFile> files;
   std::map<std::string, uint32_t> hdims;
   std::vector<std::string> suite_items;
@@ -176,7 +180,7 @@ int run(const Args& a, const std::string& command_line) {
   std::vector<SuiteFile> suites;
   for (const auto& item : suite_items) {
     SuiteFile f = find_suite_file(item);
-    if (f.path.empty() && item != "standard") {
+    if (f.path.empty() && !is_generated_suite(item)) {
       std::string where;
       for (const auto& p : f.looked_in) where += " " + p;
       std::fprintf(stderr, "tqref conform: suite %s: no golden file (looked in:%s)%s\n", item.c_str(),
@@ -226,13 +230,13 @@ int run(const Args& a, const std::string& command_line) {
                 "`tqref conform --calibrate` measures one\n", res.arch.c_str());
   }
   for (auto& s : suites) {
-    if (!s.path.empty()) continue;  // standard, not generated yet: make it in --out
-    s.path = a.out + "/golden/standard.h5";
-    std::vector<std::string> g = {"--suite", "standard", "--out", s.path};
+    if (!s.path.empty()) continue;  // a generated suite (standard, models) not made yet: make it in --out
+    s.path = a.out + "/golden/" + s.name + ".h5";
+    std::vector<std::string> g = {"--suite", s.name, "--out", s.path};
     if (dev_ex2) g.insert(g.end(), {"--ex2-arch", res.arch});
-    std::printf("suite standard: no golden file in the data directories; generating it\n");
+    std::printf("suite %s: no golden file in the data directories; generating it\n", s.name.c_str());
     if (!fs::exists(s.path) && run_command("generate", g) != kExitOk) {
-      std::fprintf(stderr, "tqref conform: generating the standard suite failed\n");
+      std::fprintf(stderr, "tqref conform: generating the %s suite failed\n", s.name.c_str());
       return kExitInternal;
     }
   }
@@ -246,6 +250,8 @@ int run(const Args& a, const std::string& command_line) {
   o.show = a.show;
   o.topt = a.topt;
   o.invariance = !a.no_invariance;
+  golden::parse_dispatch_rule(a.dispatch, &o.dispatch);
+  golden::parse_out_of_contract_level(a.out_of_contract, &o.out_of_contract);
   o.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
   for (auto& m : res.modules) {
     try {
@@ -294,11 +300,23 @@ int cmd_conform(const std::vector<std::string>& args) {
       "show", po::value(&a.show), "mismatch lines per failing case (default 4)")(
       "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)")(
       "no-invariance", po::bool_switch(&a.no_invariance),
-      "skip level I (each case is otherwise also run in about 15 variant launches)");
+      "skip level I (each case is otherwise also run in about 15 variant launches)")(
+      "dispatch", po::value(&a.dispatch),
+      "decoder build per case head_dim: published (HDIM=128 up to 128, 256 above; default) or exact")(
+      "out-of-contract", po::value(&a.out_of_contract),
+      "launches with head_dim != HDIM: T (against fp64; default) or D (bit for bit against docs/spec.md "
+      "section 5.1)");
   po::variables_map vm;
   if (const auto rc = parse_options("tqref conform", args, desc, vm)) return *rc;
   if (a.modules.empty()) {
     std::fprintf(stderr, "tqref conform: give --modules PATH... (module files or directories)\n");
+    return kExitUsage;
+  }
+  golden::DispatchRule rule;
+  golden::OutOfContractLevel ooc;
+  if (!golden::parse_dispatch_rule(a.dispatch, &rule) || !golden::parse_out_of_contract_level(a.out_of_contract, &ooc)) {
+    std::fprintf(stderr, "tqref conform: --dispatch %s --out-of-contract %s; allowed: --dispatch "
+                 "published|exact, --out-of-contract T|D\n", a.dispatch.c_str(), a.out_of_contract.c_str());
     return kExitUsage;
   }
   if (!(a.threshold > 0) || !std::isfinite(a.threshold)) {

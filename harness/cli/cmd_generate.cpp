@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include "cases/generate.h"
+#include "cases/model_table.h"
 #include "cases/suites.h"
 #include "command.h"
 #include "options.h"
@@ -41,15 +42,17 @@ bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
 }
 
 int cmd_generate(const std::vector<std::string>& args) {
-  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90";
+  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models;
   uint64_t seed = 1;
   int threads = omp_get_max_threads();
   po::options_description desc(
       "usage: tqref generate --suite NAME --out FILE [options]\n"
       "Writes golden cases (docs/golden-schema.md); same options give the same bytes for any\n"
-      "--threads. Suites: smoke, standard, stress. Options");
+      "--threads. Suites: smoke, standard, stress, models. Options");
   desc.add_options()("help,h", "this text")(
-      "suite", po::value(&suite), "smoke | standard | stress")(
+      "suite", po::value(&suite), "smoke | standard | stress | models")(
+      "models", po::value(&models), "--suite models: a model table in the format of "
+      "data/models/attention.yaml instead of the built-in one (docs/models.md)")(
       "config", po::value(&config), "YAML sweep file instead of --suite (docs/golden-schema.md)")(
       "out", po::value(&out), "output HDF5 file (written as OUT.partial-PID, then renamed)")(
       "seed", po::value(&seed), "base seed (< 2^63), default 1")(
@@ -70,6 +73,10 @@ int cmd_generate(const std::vector<std::string>& args) {
   }
   if (out.empty() || suite.empty() == config.empty()) {
     std::fprintf(stderr, "tqref generate: give --out and exactly one of --suite, --config, --trace\n");
+    return kExitUsage;
+  }
+  if (!models.empty() && suite != "models") {
+    std::fprintf(stderr, "tqref generate: --models %s needs --suite models\n", models.c_str());
     return kExitUsage;
   }
   uint32_t si = 0, sn = 1;
@@ -96,13 +103,20 @@ int cmd_generate(const std::vector<std::string>& args) {
       prov.config_yaml = read_text_input(config, "--config");  // a regular file of at most 1 MiB
       specs = config_specs(prov.config_yaml, config);
       prov.suite = "config";
+    } else if (suite == "models") {
+      // the table the cases came from is the file's config_yaml (docs/golden-schema.md)
+      prov.config_yaml = builtin_model_table_text();
+      if (!models.empty()) prov.config_yaml = read_text_input(models, "--models");  // regular, <= 1 MiB
+      const std::string where = models.empty() ? "data/models/attention.yaml (built in)" : models;
+      specs = models_suite(models.empty() ? builtin_model_table() : parse_model_table(prov.config_yaml, where));
+      prov.suite = suite;
     } else {
       specs = suite_specs(suite);
       prov.suite = suite;
     }
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "tqref generate: %s\n", e.what());
-    return config.empty() ? kExitUsage : kExitBadInput;
+    return config.empty() && models.empty() ? kExitUsage : kExitBadInput;
   }
   std::optional<Ex2Profile> ex2;
   bool need_ex2 = false;

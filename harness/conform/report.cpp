@@ -77,6 +77,14 @@ std::string module_header_md(const ModuleResult& m) {
     s += "- decoder level: " + level_name(m.decoder_level) +
          (m.decoder_level_why.empty() ? "" : " — " + m.decoder_level_why) + "\n";
   }
+  uint64_t ooc = 0, ooc_passed = 0;  // launches outside the contract carry a note (judge/dispatch.h)
+  for (const auto& su : m.suites)
+    for (const auto& v : su.verdicts)
+      if (!v.note.empty()) ooc += 1, ooc_passed += v.pass;
+  if (ooc)
+    s += "- decode launches outside the contract (head_dim != HDIM, docs/spec.md section 5.1): " +
+         std::to_string(ooc) + " cases, " + std::to_string(ooc_passed) + " passed; each case's note says how it "
+         "was judged\n";
   if (!m.error.empty()) s += "- **not fully checked**: " + m.error + "\n";
   if (!m.fault.empty()) s += "- **GPU fault** in case `" + m.fault + "`: later cases of this module were not launched\n";
   return s + "\n";
@@ -103,6 +111,9 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
                                      : r.ex2_profile_id + " (`" + r.ex2_profile_path + "`)") + " |\n";
   if (!r.ex2_note.empty()) s += "| EX2 note | " + cell(r.ex2_note) + " |\n";
   s += "| THRESH | " + fmt_float(r.threshold) + " |\n";
+  s += "| dispatch | " + cell(r.dispatch) + (r.dispatch == "published" ? " (HDIM=128 build for head_dim <= 128, "
+       "HDIM=256 above)" : " (only head_dim == HDIM)") + "; launches with head_dim != HDIM judged " +
+       (r.out_of_contract == "T" ? "against fp64 (level T)" : "bit for bit against docs/spec.md section 5.1") + " |\n";
   s += "| tqref | " + cell(r.tqref_version) + " (commit " + cell(r.git_commit) + ") |\n";
   s += "| started | " + r.started_utc + ", " + seconds(r.seconds) + " |\n";
   s += "| command | `" + cell(r.command_line) + "` |\n";
@@ -199,7 +210,8 @@ std::string report_json(const ConformResult& r) {
                   ",\n\"device\": " + json_quote(r.device) + ", \"arch\": " + json_quote(r.arch) +
                   ",\n\"ex2_profile_id\": " + json_quote(r.ex2_profile_id) + ", \"ex2_profile_path\": " +
                   json_quote(r.ex2_profile_path) + ", \"ex2_note\": " + json_quote(r.ex2_note) +
-                  ", \"threshold\": " + fmt_float(r.threshold) + ",\n\"suites\": {";
+                  ", \"threshold\": " + fmt_float(r.threshold) + ", \"dispatch\": " + json_quote(r.dispatch) +
+                  ", \"out_of_contract\": " + json_quote(r.out_of_contract) + ",\n\"suites\": {";
   for (size_t i = 0; i < r.suites.size(); ++i)
     s += std::string(i ? ", " : "") + json_quote(r.suites[i].first) + ": " + json_quote(r.suites[i].second);
   s += "},\n\"modules\": [";

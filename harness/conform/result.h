@@ -56,6 +56,7 @@ struct ConformResult {
   float threshold = 0;
   golden::LevelTOptions topt;  // level T options the run used
   bool invariance = true;      // level I was run on every case (--no-invariance: not)
+  std::string dispatch = "published", out_of_contract = "T";  // --dispatch, --out-of-contract
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;

@@ -13,6 +13,7 @@
 #include "conform/result.h"
 #include "conform/suite_files.h"
 #include "judge/level_i.h"
+#include "judge/dispatch.h"
 #include "judge/level_t.h"
 #include "tqref/ex2.h"
 
@@ -28,6 +29,8 @@ struct GpuRunOptions {
   golden::LevelTOptions topt;
   bool invariance = true;                 // level I on every case judged (level_i.h)
   golden::LevelIOptions iopt;
+  golden::DispatchRule dispatch = golden::DispatchRule::published;   // --dispatch
+  golden::OutOfContractLevel out_of_contract = golden::OutOfContractLevel::T;  // --out-of-contract
   const Ex2Profile* device_ex2 = nullptr; // this GPU's profile; null: decoders at level T
 };
 

@@ -209,6 +209,8 @@ std::vector<CaseDataset> decode_datasets(const GoldenCase& c) {
     r.push_back(dataset("diagnostics", "reference_dequantised_v", x.ref_dequantised, {S, QH, D}));
   if (!x.ref_unquantised.empty())
     r.push_back(dataset("diagnostics", "reference_unquantised_v", x.ref_unquantised, {S, QH, D}));
+  if (!x.ref_skip_bound.empty())  // only launches outside the contract (head_dim != hdim)
+    r.push_back(dataset("diagnostics", "reference_skip_bound", x.ref_skip_bound, {S, QH}));
   return r;
 }
 
@@ -308,6 +310,8 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
     x.out_f32 = read_shaped<float>(dg, "output_f32", {S, QH, D});
     x.ref_dequantised = read_shaped<double>(dg, "reference_dequantised_v", {S, QH, D});
     x.ref_unquantised = read_shaped<double>(dg, "reference_unquantised_v", {S, QH, D});
+    if (dg.has("reference_skip_bound"))
+      x.ref_skip_bound = read_shaped<double>(dg, "reference_skip_bound", {S, QH});
   }
   return d;
 }

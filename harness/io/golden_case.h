@@ -35,6 +35,10 @@ struct DecodeDiagData {
   std::vector<float> out_f32;          // [rows, head_dim] before the bf16 rounding
   std::vector<double> ref_dequantised; // [rows, head_dim] fp64 softmax over dequantised V
   std::vector<double> ref_unquantised; // [rows, head_dim] fp64 softmax over the writer's bf16 V
+  // [rows] only for launches outside the contract (head_dim != hdim, docs/spec.md section 5.1):
+  // the most the sparse-V skip can move an element of the row (tqref::reference_skip_bound),
+  // which level T against the fp64 reference adds to its tolerance. Empty otherwise.
+  std::vector<double> ref_skip_bound;
 };
 
 // paged_decode_attn_bf16k_turbo{2,3,4}v launch: grid [num_q_heads, num_seqs, 1], block [256,1,1].

@@ -51,6 +51,7 @@ struct CaseVerdict {
   std::string name, kernel, kind;
   bool pass = false;
   std::string error;                        // backend error (launch failed)
+  std::string note;                         // e.g. a launch outside the contract (dispatch.h)
   uint64_t bytes_compared = 0, bytes_differing = 0;
   std::map<std::string, uint64_t> categories;  // category -> differing elements
   std::vector<Mismatch> first;              // the first kMaxListed mismatches

@@ -14,15 +14,18 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
-                         bool explain) {
+                         OutOfContractLevel ooc, bool explain) {
   JudgedCase j;
-  const bool tolerance = level_t && c.kind == CaseKind::decode;
+  const bool against_fp64 = out_of_contract(c) && ooc == OutOfContractLevel::T;
+  const bool tolerance = (level_t && c.kind == CaseKind::decode) || against_fp64;
+  LevelTOptions t = topt;
+  t.against_reference = against_fp64;
   // Exact judging needs the expectation for the backend's EX2 unit (ex2_expectation.h).
   const std::string inexact = tolerance ? "" : align_decode_expectation(c, src);
   const auto t0 = std::chrono::steady_clock::now();
   const CaseResult r = run_on.run(c);
   if (tolerance) {
-    j.tolerance = judge_level_t(c, r, level_t_model_ex2(src, file_ex2), topt);
+    j.tolerance = judge_level_t(c, r, level_t_model_ex2(src, file_ex2), t);
     j.verdict = level_t_case_verdict(*j.tolerance);
   } else {
     j.verdict = compare_case(c, r);
@@ -31,6 +34,7 @@ JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
       j.verdict.error = "not judged bit for bit: " + inexact;
     }
   }
+  j.verdict.note = out_of_contract_note(c, ooc);
   j.verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The anatomy compares with c's expectation: exact cases were aligned to the backend's unit
   // above; at level T the stored one is the model's only when the model runs with the file's unit.

@@ -7,6 +7,7 @@
 
 #include "judge/backend.h"
 #include "judge/compare.h"
+#include "judge/dispatch.h"
 #include "judge/level_t.h"
 
 namespace tqref::golden {
@@ -24,11 +25,13 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 // with diagnostics); writer cases are always exact. An exact decode case whose expectation cannot
 // be aligned to the backend's EX2 unit fails with "not judged bit for bit: <why>". `run_on` is
 // the backend that launches (possibly a fault-injecting decorator); `src` is what the undecorated
-// backend reported from decode_ex2(). `explain`: a failing case gets its failure anatomy
-// (anatomy.h; the model re-run once per hypothesis), with every EX2 unit of known_ex2_units()
-// as the "another EX2 profile" hypotheses.
+// backend reported from decode_ex2(). A decode case outside the contract (dispatch.h) is judged
+// at level T against fp64 (`ooc` T; c must then be read with diagnostics) or like any other case
+// against the extension of docs/spec.md section 5.1 (`ooc` D); its verdict carries the note.
+// `explain`: a failing case gets its failure anatomy (anatomy.h; the model re-run once per
+// hypothesis), with every EX2 unit of known_ex2_units() as the "another EX2 profile" hypotheses.
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
-                         bool explain = true);
+                         OutOfContractLevel ooc, bool explain = true);
 
 }  // namespace tqref::golden

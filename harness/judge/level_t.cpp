@@ -101,11 +101,105 @@ std::string json_str(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// The per-element measures of one case, collected row by row.
+struct Samples {
+  std::vector<double> ulp_m, row_m, row_rd, row_ru, base_rd;
+  double worst_ratio = -1;
+};
+
+// The model runs level T needs: at THRESH (the comparand, or with fp64 the bits the extension of
+// docs/spec.md section 5.1 defines) and at THRESH*(1 -+ margin) (flip candidates).
+struct ModelRuns {
+  ModelRun exact, lo, hi;
+  float thr_hi = 0;
+};
+
+// Row r = s*QH + qh of sequence s (L > 0): flip candidates, then every element against the
+// comparand (the model, or the fp64 reference plus the row's skip bound).
+void judge_row(const GoldenCase& c, const uint8_t* got, const ModelRuns& m, const LevelTOptions& o,
+               uint32_t s, uint32_t qh, LevelTVerdict& t, Samples& x) {
+  const DecodeCase& d = c.d;
+  const DecodeParams& p = d.p;
+  const uint32_t D = p.head_dim, QH = p.num_q_heads, q_per_kv = QH / p.num_kv_heads;
+  const int32_t L = d.seq_lens[s];
+  const uint32_t start = window_start(uint32_t(L), p.sliding_window);
+  const uint64_t row = uint64_t(s) * QH + qh, base = row * D;
+  // flip candidates of this row and what a flip could move
+  double allowance = 0;
+  bool poisoned_candidate = false;
+  const double l_row = m.exact.diag.heads[row].l > 0 ? m.exact.diag.heads[row].l : 1.0;
+  for (uint32_t i = 0; i < uint32_t(L) - start; ++i) {
+    if (m.lo.diag.heads[row].skipped[i] == m.hi.diag.heads[row].skipped[i]) continue;
+    FlipCandidate f{s, qh, start + i, m.exact.diag.heads[row].skipped[i] != 0, false, 0};
+    f.max_abs_v = max_abs_v(c, s, start + i, qh / q_per_kv, &f.v_poisoned);
+    poisoned_candidate |= f.v_poisoned;
+    allowance += double(m.thr_hi) * f.max_abs_v / l_row;
+    ++t.flip_candidates;
+    if (t.first_flips.size() < kMaxListed) t.first_flips.push_back(f);
+  }
+  auto got_bits = [&](uint32_t i) { return uint16_t(got[2 * (base + i)] | got[2 * (base + i) + 1] << 8); };
+  bool new_nan = false;
+  for (uint32_t i = 0; i < D; ++i)
+    new_nan |= std::isnan(bf16_to_f32(got_bits(i))) && !std::isnan(bf16_to_f32(m.exact.out[base + i]));
+  if (new_nan && poisoned_candidate) {
+    ++t.rows_flip_poisoned;
+    return;
+  }
+  const bool have_deq = d.diag.ref_dequantised.size() == d.out_init.size();
+  const bool have_unq = d.diag.ref_unquantised.size() == d.out_init.size();
+  double scale = 0, scale_u = 0;
+  for (uint32_t i = 0; i < D; ++i) {
+    if (have_deq && std::isfinite(d.diag.ref_dequantised[base + i]))
+      scale = std::max(scale, std::fabs(d.diag.ref_dequantised[base + i]));
+    if (have_unq && std::isfinite(d.diag.ref_unquantised[base + i]))
+      scale_u = std::max(scale_u, std::fabs(d.diag.ref_unquantised[base + i]));
+  }
+  // Against fp64 every skip is an error of at most the row's skip bound; against the model only
+  // a flipped decision is.
+  const double skip_room = o.against_reference ? d.diag.ref_skip_bound[row] : allowance;
+  for (uint32_t i = 0; i < D; ++i) {
+    const uint16_t gb = got_bits(i), mb = m.exact.out[base + i];
+    const double g = bf16_to_f32(gb), mm = bf16_to_f32(mb);
+    const double cmp = o.against_reference ? d.diag.ref_dequantised[base + i] : mm;
+    ++t.elements;
+    t.differing_from_model += gb != mb;
+    if (std::isnan(g) || std::isnan(cmp) || std::isinf(g) || std::isinf(cmp)) {
+      const bool same = (std::isnan(g) && std::isnan(cmp)) || g == cmp;
+      if (!same) ++t.nan_mismatch;
+      continue;
+    }
+    const double err = std::fabs(g - cmp);
+    const double tol = o.tol_ulps * ulp_bf16(std::max(std::fabs(g), std::fabs(cmp))) + o.tol_row * scale + skip_room;
+    if (err > tol) ++t.over_tolerance;
+    const double ratio = err / tol;
+    if (ratio > x.worst_ratio) {
+      x.worst_ratio = ratio;
+      char b[256];
+      std::snprintf(b, sizeof b, "seq %u qhead %u dim %u (L %d): got %.9g %s %.9g, |err| %.3g, tolerance %.3g",
+                    s, qh, i, L, g, o.against_reference ? "fp64" : "model", cmp, err, tol);
+      t.worst = b;
+    }
+    if (std::isfinite(mm)) x.ulp_m.push_back(bf16_ulp_distance(gb, mb));
+    if (scale > 0 && std::isfinite(mm)) {
+      x.row_m.push_back(std::fabs(g - mm) / scale);
+      const double ref = d.diag.ref_dequantised[base + i];
+      x.row_rd.push_back(std::fabs(g - ref) / scale);
+      x.base_rd.push_back(std::fabs(mm - ref) / scale);
+    }
+    if (scale_u > 0) x.row_ru.push_back(std::fabs(g - d.diag.ref_unquantised[base + i]) / scale_u);
+  }
+}
+
+}  // namespace
+
 LevelTVerdict judge_level_t(const GoldenCase& c, const CaseResult& r, const Ex2Profile* model_ex2,
                             const LevelTOptions& o) {
   LevelTVerdict t;
   t.name = c.name;
   t.kernel = kernel_name(c.kind, c.format);
+  t.against_reference = o.against_reference;
   if (c.kind != CaseKind::decode) throw std::logic_error("judge_level_t: " + c.name + " is a writer case");
   // Exact-level checks that hold at level T too.
   const CaseVerdict exact = compare_case(c, r);
@@ -119,96 +213,34 @@ LevelTVerdict judge_level_t(const GoldenCase& c, const CaseResult& r, const Ex2P
     t.error = "no EX2 profile to run the model with";
     return t;
   }
-  t.note = "model run with EX2 profile " + model_ex2->id();
   const DecodeCase& d = c.d;
-  const DecodeParams& p = d.p;
-  const uint32_t D = p.head_dim, QH = p.num_q_heads, q_per_kv = QH / p.num_kv_heads;
-  const float thr_lo = float(double(c.threshold) * (1 - o.margin));
-  const float thr_hi = float(double(c.threshold) * (1 + o.margin));
-  ModelRun exact_run, lo, hi;
+  if (o.against_reference && (d.diag.ref_skip_bound.size() != uint64_t(d.p.num_seqs) * d.p.num_q_heads ||
+                              d.diag.ref_dequantised.size() != d.out_init.size())) {
+    t.error = "level T against fp64 needs diagnostics/reference_skip_bound and reference_dequantised_v, "
+              "which this file does not store for the case (docs/golden-schema.md)";
+    return t;
+  }
+  t.note = "model run with EX2 profile " + model_ex2->id();
+  ModelRuns m;
+  m.thr_hi = float(double(c.threshold) * (1 + o.margin));
   try {
-    exact_run = run_model(c, c.threshold, *model_ex2);
-    lo = run_model(c, thr_lo, *model_ex2);
-    hi = run_model(c, thr_hi, *model_ex2);
+    m.exact = run_model(c, c.threshold, *model_ex2);
+    m.lo = run_model(c, float(double(c.threshold) * (1 - o.margin)), *model_ex2);
+    m.hi = run_model(c, m.thr_hi, *model_ex2);
   } catch (const std::invalid_argument& e) {
     t.error = std::string("model: ") + e.what();
     return t;
   }
   const uint8_t* got = r.buffers.at("output").data();
-  const bool have_deq = d.diag.ref_dequantised.size() == d.out_init.size();
-  const bool have_unq = d.diag.ref_unquantised.size() == d.out_init.size();
-  std::vector<double> ulp_m, row_m, row_rd, row_ru, base_rd;
-  double worst_ratio = -1;
-  for (uint32_t s = 0; s < p.num_seqs; ++s) {
-    const int32_t L = d.seq_lens[s];
-    if (L <= 0) continue;
-    const uint32_t start = window_start(uint32_t(L), p.sliding_window);
-    for (uint32_t qh = 0; qh < QH; ++qh) {
-      const uint64_t row = uint64_t(s) * QH + qh, base = row * D;
-      // flip candidates of this row and what a flip could move
-      double allowance = 0;
-      bool poisoned_candidate = false;
-      const double l_row = exact_run.diag.heads[row].l > 0 ? exact_run.diag.heads[row].l : 1.0;
-      for (uint32_t i = 0; i < uint32_t(L) - start; ++i) {
-        if (lo.diag.heads[row].skipped[i] == hi.diag.heads[row].skipped[i]) continue;
-        FlipCandidate f{s, qh, start + i, exact_run.diag.heads[row].skipped[i] != 0, false, 0};
-        f.max_abs_v = max_abs_v(c, s, start + i, qh / q_per_kv, &f.v_poisoned);
-        poisoned_candidate |= f.v_poisoned;
-        allowance += double(thr_hi) * f.max_abs_v / l_row;
-        ++t.flip_candidates;
-        if (t.first_flips.size() < kMaxListed) t.first_flips.push_back(f);
-      }
-      auto got_bits = [&](uint32_t i) { return uint16_t(got[2 * (base + i)] | got[2 * (base + i) + 1] << 8); };
-      bool new_nan = false;
-      for (uint32_t i = 0; i < D; ++i)
-        new_nan |= std::isnan(bf16_to_f32(got_bits(i))) && !std::isnan(bf16_to_f32(exact_run.out[base + i]));
-      if (new_nan && poisoned_candidate) {
-        ++t.rows_flip_poisoned;
-        continue;
-      }
-      double scale = 0, scale_u = 0;
-      for (uint32_t i = 0; i < D; ++i) {
-        if (have_deq && std::isfinite(d.diag.ref_dequantised[base + i]))
-          scale = std::max(scale, std::fabs(d.diag.ref_dequantised[base + i]));
-        if (have_unq && std::isfinite(d.diag.ref_unquantised[base + i]))
-          scale_u = std::max(scale_u, std::fabs(d.diag.ref_unquantised[base + i]));
-      }
-      for (uint32_t i = 0; i < D; ++i) {
-        const uint16_t gb = got_bits(i), mb = exact_run.out[base + i];
-        const double g = bf16_to_f32(gb), m = bf16_to_f32(mb);
-        ++t.elements;
-        if (std::isnan(g) || std::isnan(m) || std::isinf(g) || std::isinf(m)) {
-          const bool same = (std::isnan(g) && std::isnan(m)) || g == m;
-          if (!same) ++t.nan_mismatch;
-          continue;
-        }
-        const double err = std::fabs(g - m);
-        const double tol = o.tol_ulps * ulp_bf16(std::max(std::fabs(g), std::fabs(m))) + o.tol_row * scale + allowance;
-        if (err > tol) ++t.over_tolerance;
-        const double ratio = err / tol;
-        if (ratio > worst_ratio) {
-          worst_ratio = ratio;
-          char b[256];
-          std::snprintf(b, sizeof b, "seq %u qhead %u dim %u (L %d): got %.9g model %.9g, |err| %.3g, tolerance %.3g",
-                        s, qh, i, L, g, m, err, tol);
-          t.worst = b;
-        }
-        ulp_m.push_back(bf16_ulp_distance(gb, mb));
-        if (scale > 0) {
-          row_m.push_back(err / scale);
-          const double ref = d.diag.ref_dequantised[base + i];
-          row_rd.push_back(std::fabs(g - ref) / scale);
-          base_rd.push_back(std::fabs(m - ref) / scale);
-        }
-        if (scale_u > 0) row_ru.push_back(std::fabs(g - d.diag.ref_unquantised[base + i]) / scale_u);
-      }
-    }
-  }
-  t.ulp_vs_model = make_dist(ulp_m);
-  t.row_vs_model = make_dist(row_m);
-  t.row_vs_ref_dequantised = make_dist(row_rd);
-  t.row_vs_ref_unquantised = make_dist(row_ru);
-  t.model_row_vs_ref_dequantised = make_dist(base_rd);
+  Samples x;
+  for (uint32_t s = 0; s < d.p.num_seqs; ++s)
+    if (d.seq_lens[s] > 0)
+      for (uint32_t qh = 0; qh < d.p.num_q_heads; ++qh) judge_row(c, got, m, o, s, qh, t, x);
+  t.ulp_vs_model = make_dist(x.ulp_m);
+  t.row_vs_model = make_dist(x.row_m);
+  t.row_vs_ref_dequantised = make_dist(x.row_rd);
+  t.row_vs_ref_unquantised = make_dist(x.row_ru);
+  t.model_row_vs_ref_dequantised = make_dist(x.base_rd);
   t.pass = t.structural.empty() && t.over_tolerance == 0 && t.nan_mismatch == 0;
   return t;
 }
@@ -234,13 +266,14 @@ CaseVerdict level_t_case_verdict(const LevelTVerdict& t) {
 
 std::string level_t_text(const LevelTVerdict& t) {
   char b[512];
-  std::string r = (t.pass ? "PASS(T) " : "FAIL(T) ") + t.name;
+  std::string r = std::string(t.pass ? "PASS" : "FAIL") + (t.against_reference ? "(T vs fp64) " : "(T) ") + t.name;
   if (!t.error.empty()) return r + ": " + t.error + "\n";
   std::snprintf(b, sizeof b,
-                ": %llu elements, ulp vs model p50 %g p99 %g max %g; |err|/row vs model max %.3g, vs "
-                "fp64(dequantised V) max %.3g (model itself %.3g); %llu flip candidates, %llu rows "
-                "flip-onto-poisoned-V\n",
-                (unsigned long long)t.elements, t.ulp_vs_model.p50, t.ulp_vs_model.p99,
+                ": %llu elements (%llu differ from the model's bits), ulp vs model p50 %g p99 %g max %g; "
+                "|err|/row vs model max %.3g, vs fp64(dequantised V) max %.3g (model itself %.3g); "
+                "%llu flip candidates, %llu rows flip-onto-poisoned-V\n",
+                (unsigned long long)t.elements, (unsigned long long)t.differing_from_model,
+                t.ulp_vs_model.p50, t.ulp_vs_model.p99,
                 t.ulp_vs_model.max, t.row_vs_model.max, t.row_vs_ref_dequantised.max,
                 t.model_row_vs_ref_dequantised.max, (unsigned long long)t.flip_candidates,
                 (unsigned long long)t.rows_flip_poisoned);
@@ -265,6 +298,8 @@ std::string level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptio
          ",\"over_tolerance\":" + std::to_string(t.over_tolerance) +
          ",\"nonfinite_mismatch\":" + std::to_string(t.nan_mismatch) +
          ",\"rows_flip_onto_poisoned_v\":" + std::to_string(t.rows_flip_poisoned) +
+         ",\"against_reference\":" + (t.against_reference ? "true" : "false") +
+         ",\"differing_from_model\":" + std::to_string(t.differing_from_model) +
          ",\"worst\":" + json_str(t.worst) + ",\"structural\":{";
     bool first = true;
     for (const auto& [cat, n] : t.structural) {

@@ -11,6 +11,11 @@
 //     flip_allowance = sum over the row's flip candidates p of thr_hi * max_d |v_p| / l_row,
 //     the most a flipped skip decision of p can move an output (its factor <= thr_hi relative
 //     to a running maximum, l_row >= 1 the model's softmax denominator).
+// Against the fp64 reference (against_reference: launches outside the contract, head_dim != HDIM,
+// docs/spec.md section 5.1, where the model cannot say what bits a kernel "should" give): the
+// comparand is reference_dequantised_v over the case's head_dim dims and flip_allowance becomes
+// the row's stored skip bound (tqref::reference_skip_bound: all the weight the sparse-V skip of
+// any decoder can drop); the NaN rule compares with the reference.
 // Flip candidates: positions whose factor lies in (THRESH*(1-margin), THRESH*(1+margin)],
 // found exactly by running the model at both ends (the factors do not depend on V, so the skip
 // mask at threshold t is {factor <= t}). A row whose output is NaN while the model's is not, and
@@ -33,6 +38,7 @@ struct LevelTOptions {
   double margin = 1e-3;       // relative margin around THRESH for flip candidates
   double tol_ulps = 2;        // bf16 ulps of max(|got|, |model|)
   double tol_row = 0x1p-10;   // times the row scale
+  bool against_reference = false;  // compare with the fp64 reference instead of the model
 };
 
 // Quantiles of one error measure over the judged elements.
@@ -58,6 +64,8 @@ struct LevelTVerdict {
   uint64_t over_tolerance = 0, nan_mismatch = 0;
   uint64_t rows_flip_poisoned = 0;              // rows not judged (see above)
   std::string worst;                            // the element with the largest error / tolerance
+  bool against_reference = false;               // judged against fp64 (LevelTOptions)
+  uint64_t differing_from_model = 0;            // elements whose bits differ from the model's
   // Distributions: "ulp" in bf16 ulps of the comparand, "row" relative to the row scale.
   ErrorDist ulp_vs_model, row_vs_model, row_vs_ref_dequantised, row_vs_ref_unquantised;
   ErrorDist model_row_vs_ref_dequantised;       // baseline: the kernel-order model's own error

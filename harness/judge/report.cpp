@@ -51,12 +51,13 @@ std::string xml_escape(const std::string& s) { return xml_str(s); }
 
 std::string report_text(const CaseVerdict& v, size_t max_lines) {
   std::string r = (v.pass ? "PASS " : "FAIL ") + v.name;
-  if (!v.error.empty()) return r + ": " + v.error + "\n";
-  if (v.pass) return r + "\n";
+  const std::string note = v.note.empty() ? "" : "    " + v.note + "\n";
+  if (!v.error.empty()) return r + ": " + v.error + "\n" + note;
+  if (v.pass) return r + "\n" + note;
   r += ": " + std::to_string(v.bytes_differing) + " of " + std::to_string(v.bytes_compared) +
        " bytes differ [" + categories_str(v) + "]\n";
   for (size_t i = 0; i < v.first.size() && i < max_lines; ++i) r += "    " + mismatch_line(v.first[i]) + "\n";
-  return r + explanation_text(v.explanation);
+  return r + note + explanation_text(v.explanation);
 }
 
 std::string explanation_text(const Explanation& e) {
@@ -79,7 +80,7 @@ std::string report_json(const RunInfo& run, const std::vector<CaseVerdict>& verd
     const CaseVerdict& v = verdicts[i];
     r += std::string(i ? "," : "") + "\n    {\"name\": " + json_str(v.name) +
          ", \"kernel\": " + json_str(v.kernel) + ", \"kind\": " + json_str(v.kind) +
-         ", \"pass\": " + (v.pass ? "true" : "false") + ", \"error\": " + json_str(v.error) +
+         ", \"pass\": " + (v.pass ? "true" : "false") + ", \"error\": " + json_str(v.error) + ", \"note\": " + json_str(v.note) +
          ", \"bytes_compared\": " + std::to_string(v.bytes_compared) +
          ", \"bytes_differing\": " + std::to_string(v.bytes_differing) + ", \"categories\": {";
     size_t k = 0;

@@ -39,6 +39,9 @@ constexpr bool is_decode_hdim(uint32_t hdim) {
 constexpr uint32_t engine_hdim(uint32_t head_dim) {
   return head_dim <= kDecodeHdims[0] ? kDecodeHdims[0] : kDecodeHdims[1];
 }
+// A decode launch is inside the contract when head_dim equals the build's HDIM (docs/spec.md
+// section 5). Other launches are defined only by the extension of section 5.1 (tqref's decoders).
+constexpr bool decode_in_contract(uint32_t head_dim, uint32_t hdim) { return head_dim == hdim; }
 // cuLaunchKernel limits on the grids of docs/spec.md sections 4-5: grid.x < 2^31, grid.y <= 65535.
 inline constexpr uint64_t kMaxGridX = (uint64_t(1) << 31) - 1;
 inline constexpr uint64_t kMaxGridY = 65535;
@@ -94,7 +97,8 @@ Check check_slot_mapping(std::span<const int64_t> slots, uint64_t num_blocks, ui
 // ---- Section 5: the decoder --------------------------------------------------------------------
 // A model's head_dim an engine can serve: 1 .. 256 (the largest build is HDIM=256).
 Check check_engine_head_dim(uint32_t head_dim);
-// hdim (the build's HDIM) is 128 or 256, and head_dim == hdim.
+// hdim (the build's HDIM) is 128 or 256. head_dim may differ from it: such a launch is outside
+// the contract (decode_in_contract), and the model computes it by docs/spec.md section 5.1.
 Check check_decode_build(const DecodeParams& p);
 // Geometry (without the V sections), num_q_heads a positive multiple of num_kv_heads,
 // q_stride >= num_q_heads*head_dim. What the fp64 reference needs; it ignores hdim.

@@ -49,10 +49,12 @@ struct DecodeDiagnostics {
 // num_q_heads * head_dim] bf16 bits, rows of sequences with L == 0 untouched; block_tables:
 // [num_seqs][max_blocks_per_seq]; seq_lens: [num_seqs]. Throws ContractError (an
 // std::invalid_argument, tqref/contract.h) naming the parameter and its allowed range when
-// check_decode_params, check_decode_buffers or check_sequences refuses the launch: head_dim !=
-// hdim, hdim not 128/256, num_q_heads not a multiple of num_kv_heads, a stride, section size or
+// check_decode_params, check_decode_buffers or check_sequences refuses the launch: hdim not
+// 128/256, num_q_heads not a multiple of num_kv_heads, a stride, section size or
 // buffer too small, a seq_len outside 0..max_blocks_per_seq*block_size, or a table entry in use
 // (logical blocks start/B .. (L-1)/B) outside the pool; other entries are never read.
+// head_dim != hdim (outside the contract) follows docs/spec.md section 5.1: head_dim < hdim as the
+// HDIM build on q and K zero-padded to hdim dims; head_dim > hdim gives rows of bf16 NaN 0x7FFF.
 // Diagnostics: heads[s*num_q_heads + qh]; empty vectors for L == 0. See docs/decode-model.md.
 // OpenMP across (sequence, q head); identical bits for any thread count.
 void paged_decode_model(Format format, std::span<const uint16_t> q,
