@@ -336,6 +336,7 @@ constexpr uint16_t kNoComputeOutput = 0x7FFF;
 void no_compute_diag(DecodeHeadDiag& hd, uint32_t positions, uint32_t head_dim) {
   const float nan = f32_from_bits(0x7FC00000u);
   hd.skipped.assign(positions, 1);
+  hd.skip_count = positions;
   hd.m = hd.l = nan;
   hd.out_f32.assign(head_dim, nan);
 }

@@ -569,3 +569,99 @@ BOOST_AUTO_TEST_CASE(parameter_validation) {
   w.tables[0] = -5;
   BOOST_CHECK_NO_THROW(run_model(w, ex2()));
 }
+
+// ---- docs/spec.md section 5.1: head_dim != HDIM -------------------------------------------------
+
+namespace {
+
+// Deterministic bf16 K and V of position (s, pos), element e of a token's n = H*head_dim values:
+// the same numbers for dims below `real_dim` whatever the layout, +0 above it.
+uint16_t kv_value(uint32_t s, uint32_t pos, uint32_t h, uint32_t d, uint32_t real_dim, bool v) {
+  if (d >= real_dim) return 0;
+  uint64_t x = (uint64_t(s) * 1000003 + pos) * 4096 + h * 512 + d * 2 + v;
+  x = (x ^ (x >> 31)) * 0x9E3779B97F4A7C15ull;
+  const double u = double((x >> 11) & 0xFFFFF) / double(1 << 20) - 0.5;  // [-0.5, 0.5)
+  return f32_to_bf16(float(4.0 * u));
+}
+
+}  // namespace
+
+// Would catch: a model whose head_dim < HDIM launch differs from the HDIM build on q and K
+// zero-padded to HDIM dims (the definition of section 5.1), reads V of the padded dims, writes
+// beyond head_dim per row, or does not leave rows of L == 0 alone. Both HDIM builds, every
+// format, GQA 3 (non-power-of-two), a window, head_dims 48/64/96/112 and 160/192/224.
+BOOST_AUTO_TEST_CASE(head_dim_below_hdim_is_the_zero_padded_hdim_build) {
+  struct Geometry {
+    uint32_t head_dim, hdim;
+  };
+  for (const Geometry g : {Geometry{48, 128}, Geometry{64, 128}, Geometry{96, 128}, Geometry{112, 128},
+                           Geometry{160, 256}, Geometry{192, 256}, Geometry{224, 256}})
+    for (const auto& t : kFormats) {
+      CaseSpec c;
+      c.format = t.format;
+      c.num_kv_heads = 2;
+      c.num_q_heads = 6;
+      c.block_size = 16;
+      c.window = g.head_dim == 64 ? 40 : 0;
+      c.lens = {0, 1, 37, 83};
+      c.extra_blocks = 2;
+      c.q_pad = 0;
+      c.v_section_pad = 0;
+      c.v_block_pad = 0;
+      c.seed = g.head_dim;
+      // the launch outside the contract: head_dim dims per head, the HDIM build
+      c.hdim = g.head_dim;
+      const uint32_t D = g.head_dim;
+      c.kv_gen = [D](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
+        for (uint32_t h = 0; h < 2; ++h)
+          for (uint32_t d = 0; d < D; ++d) {
+            k[h * D + d] = kv_value(s, pos, h, d, D, false);
+            v[h * D + d] = kv_value(s, pos, h, d, D, true);
+          }
+      };
+      DecodeCase small = make_case(c);
+      small.p.hdim = g.hdim;
+      // the same numbers zero-padded per head to HDIM dims, launched inside the contract
+      c.hdim = g.hdim;
+      const uint32_t P = g.hdim;
+      c.kv_gen = [D, P](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
+        for (uint32_t h = 0; h < 2; ++h)
+          for (uint32_t d = 0; d < P; ++d) {
+            k[h * P + d] = kv_value(s, pos, h, d, D, false);
+            v[h * P + d] = kv_value(s, pos, h, d, D, true);
+          }
+      };
+      DecodeCase padded = make_case(c);
+      BOOST_REQUIRE(padded.tables == small.tables);  // same shuffle of physical blocks
+      padded.p.inv_sqrt_d = small.p.inv_sqrt_d;      // the engine passes 1/sqrt(head_dim)
+      for (uint32_t s = 0; s < 4; ++s)
+        for (uint32_t qh = 0; qh < 6; ++qh)
+          for (uint32_t d = 0; d < P; ++d)
+            padded.q[s * padded.p.q_stride + qh * P + d] = d < D ? small.q[s * small.p.q_stride + qh * D + d] : 0;
+      const std::vector<uint16_t> got = run_model(small, ex2()), want = run_model(padded, ex2());
+      for (uint64_t row = 0; row < 4 * 6; ++row)
+        for (uint32_t d = 0; d < D; ++d)
+          BOOST_REQUIRE_MESSAGE(got[row * D + d] == want[row * P + d],
+                                t.name << " head_dim " << D << " HDIM " << P << " row " << row << " dim " << d
+                                       << ": " << std::hex << got[row * D + d] << " vs " << want[row * P + d]);
+      for (uint32_t d = 0; d < 6 * D; ++d) BOOST_REQUIRE_EQUAL(got[d], kPoison);  // seq 0 has L = 0
+    }
+}
+
+// Would catch: a model that computes something (or reads V) for head_dim > HDIM instead of the
+// visible failure of section 5.1: bf16 NaN 0x7FFF in every element of rows with L > 0, L == 0
+// rows untouched, no skip decision made (every position counted as not read).
+BOOST_AUTO_TEST_CASE(head_dim_above_hdim_gives_nan_rows) {
+  CaseSpec c;
+  c.hdim = 256;
+  c.lens = {5, 0, 19};
+  DecodeCase dc = make_case(c);
+  dc.p.hdim = 128;
+  DecodeDiagnostics diag;
+  const std::vector<uint16_t> out = run_model(dc, ex2(), &diag);
+  for (uint32_t s = 0; s < 3; ++s)
+    for (uint64_t e = 0; e < uint64_t(dc.p.num_q_heads) * 256; ++e)
+      BOOST_REQUIRE_EQUAL(out[s * dc.p.num_q_heads * 256 + e], s == 1 ? kPoison : 0x7FFF);
+  BOOST_TEST(diag.heads[0].skip_count == 5u);
+  BOOST_TEST(std::isnan(diag.heads[0].l));
+}
