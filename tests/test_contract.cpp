@@ -228,12 +228,6 @@ BOOST_AUTO_TEST_CASE(decode_build) {
     BOOST_TEST(!decode_in_contract(d, 128));
   }
   BOOST_TEST(decode_in_contract(128, 128));
-  // the engine's rule: 128 up to 128, 256 up to 256, nothing above
-  BOOST_TEST(published_dispatch_hdim(16) == 128u);
-  BOOST_TEST(published_dispatch_hdim(128) == 128u);
-  BOOST_TEST(published_dispatch_hdim(144) == 256u);
-  BOOST_TEST(published_dispatch_hdim(256) == 256u);
-  BOOST_TEST(published_dispatch_hdim(272) == 0u);
 }
 
 // The build an engine loads for a model's head_dim (docs/spec.md section 5): 128 up to 128, 256

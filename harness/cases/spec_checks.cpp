@@ -20,7 +20,7 @@ std::string over(const char* key, uint64_t v, uint64_t lo, uint64_t hi) {
 
 std::string check_spec(const golden::CaseSpec& s) {
   const bool dec = s.kind == CaseKind::decode;
-  // Decode cases are built for the build the engine's dispatch picks (published_dispatch_hdim):
+  // Decode cases are built for the build the engine's dispatch picks (engine_hdim):
   // head_dim up to the largest HDIM; head_dim != HDIM is outside the contract (docs/spec.md 5.1).
   const uint32_t max_dim = dec ? kDecodeHdims[1] : 4096;
   if (s.head_dim == 0 || s.head_dim % kGroupSize != 0 || s.head_dim > max_dim)

@@ -15,7 +15,7 @@ const char* dispatch_rule_name(DispatchRule r) { return r == DispatchRule::publi
 
 uint32_t dispatch_hdim(DispatchRule r, uint32_t head_dim) {
   if (r == DispatchRule::exact) return is_decode_hdim(head_dim) ? head_dim : 0;
-  return published_dispatch_hdim(head_dim);
+  return check_engine_head_dim(head_dim) ? 0 : engine_hdim(head_dim);
 }
 
 std::string dispatch_skip_reason(DispatchRule r, const GoldenCase& c) {
