@@ -87,6 +87,19 @@ double dequantised_v(const FormatTraits& t, std::span<const uint8_t> v_cache, co
   return dequantize_code(t, unpack_group_code(t.bits, codes, e % kGroupSize), sb);
 }
 
+// Calls row(i, s, qh, L) for every row i = s*num_q_heads + qh of a sequence with L > 0, rows in
+// parallel: each call writes only row i's results.
+template <class Row>
+void for_each_row(const DecodeParams& p, std::span<const int32_t> seq_lens, const Row& row) {
+  const int64_t ctas = int64_t(p.num_seqs) * p.num_q_heads;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < ctas; ++i) {
+    const uint32_t s = uint32_t(i / p.num_q_heads), qh = uint32_t(i % p.num_q_heads);
+    const uint32_t L = uint32_t(seq_lens[s]);
+    if (L > 0) row(i, s, qh, L);
+  }
+}
+
 }  // namespace
 
 std::vector<double> reference_attention(Format format, std::span<const uint16_t> q,
@@ -103,12 +116,7 @@ std::vector<double> reference_attention(Format format, std::span<const uint16_t>
   const CacheGeometry g{p.num_kv_heads, D, p.block_size, 0, p.v_block_stride_bytes,
                         p.v_data_section_bytes};
   std::vector<double> out(uint64_t(p.num_seqs) * p.num_q_heads * D, 0.0);
-  const int64_t ctas = int64_t(p.num_seqs) * p.num_q_heads;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t i = 0; i < ctas; ++i) {
-    const uint32_t s = uint32_t(i / p.num_q_heads), qh = uint32_t(i % p.num_q_heads);
-    const uint32_t L = uint32_t(seq_lens[s]);
-    if (L == 0) continue;
+  for_each_row(p, seq_lens, [&](int64_t i, uint32_t s, uint32_t qh, uint32_t L) {
     const RowWeights r = row_weights(q, k_cache, block_tables, L, p, g, s, qh);
     double* o = out.data() + uint64_t(i) * D;
     for (size_t j = 0; j < r.e.size(); ++j) {
@@ -121,7 +129,7 @@ std::vector<double> reference_attention(Format format, std::span<const uint16_t>
         o[d] += w * v;
       }
     }
-  }
+  });
   return out;
 }
 
@@ -138,12 +146,7 @@ std::vector<double> reference_skip_bound(Format format, std::span<const uint16_t
   const CacheGeometry g{p.num_kv_heads, D, p.block_size, 0, p.v_block_stride_bytes,
                         p.v_data_section_bytes};
   std::vector<double> bound(uint64_t(p.num_seqs) * p.num_q_heads, 0.0);
-  const int64_t ctas = int64_t(p.num_seqs) * p.num_q_heads;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t i = 0; i < ctas; ++i) {
-    const uint32_t s = uint32_t(i / p.num_q_heads), qh = uint32_t(i % p.num_q_heads);
-    const uint32_t L = uint32_t(seq_lens[s]);
-    if (L == 0) continue;
+  for_each_row(p, seq_lens, [&](int64_t i, uint32_t s, uint32_t qh, uint32_t L) {
     const RowWeights r = row_weights(q, k_cache, block_tables, L, p, g, s, qh);
     for (size_t j = 0; j < r.e.size(); ++j) {
       if (!(r.e[j] <= factor_limit)) continue;
@@ -152,7 +155,7 @@ std::vector<double> reference_skip_bound(Format format, std::span<const uint16_t
         vmax = std::max(vmax, std::fabs(dequantised_v(t, v_cache, g, r.slot[j], r.kvh * D + d)));
       bound[i] += r.e[j] / r.sum * vmax;
     }
-  }
+  });
   return bound;
 }
 
