@@ -32,6 +32,6 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 // hypothesis), with every EX2 unit of known_ex2_units() as the "another EX2 profile" hypotheses.
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
-                         OutOfContractLevel ooc, bool explain = true);
+                         OutOfContractLevel ooc = OutOfContractLevel::T, bool explain = true);
 
 }  // namespace tqref::golden
