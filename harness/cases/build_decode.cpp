@@ -17,6 +17,7 @@
 #include "cases/builders.h"
 #include "cases/finish_decode.h"
 #include "cases/fma_groups.h"
+#include "cases/large_pool.h"
 #include "cases/mutant_models.h"
 #include "cases/threshold_scores.h"
 #include "cases/tiny_rescale.h"
@@ -331,9 +332,10 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
                                     const Ex2Profile* ex2) {
   const std::string name = spec_name(spec_in, index);
   if (spec_in.kind == CaseKind::writer) {
-    GoldenCase w = build_writer_case(spec_in, name, seed);
-    if (!spec_in.label.empty()) w.exercises += "; attention geometry of " + spec_in.label + " (data/models/attention.yaml)";
-    return {std::move(w)};
+    std::vector<GoldenCase> w = {build_writer_case(spec_in, name, seed)};
+    if (!spec_in.label.empty()) w[0].exercises += "; attention geometry of " + spec_in.label + " (data/models/attention.yaml)";
+    place_in_large_pool(spec_in, w);
+    return w;
   }
   if (!ex2) throw std::invalid_argument("decode spec " + name + " needs an EX2 profile");
   const CaseSpec spec = decode_spec(spec_in, name);
@@ -364,7 +366,9 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
   GoldenCase dc = finish_decode_case(std::move(in), wc, *ex2, &st);
   if (spec.dist == Dist::threshold) check_threshold_probes(dc, probes);
   dc.exercises = decode_exercises(spec, dc, pool.slots.size(), st, probes, *ex2);
-  return {std::move(wc), std::move(dc)};
+  std::vector<GoldenCase> pair = {std::move(wc), std::move(dc)};
+  place_in_large_pool(spec, pair);
+  return pair;
 }
 
 }  // namespace tqref::golden

@@ -64,6 +64,8 @@ std::string spec_name(const CaseSpec& s, uint64_t index) {
   if (s.key_pad || s.value_pad || s.q_pad) r += "_stridepad";
   if (s.v_data_pad || s.v_block_pad) r += "_vpad";
   r += std::string("_") + dist_name(s.dist);
+  if (s.pool == PoolPlacement::beyond_4g) r += "_pool_beyond4g";
+  if (s.pool == PoolPlacement::max_id) r += "_pool_maxid";
   if (!s.label.empty()) {  // HDF5 group names: keep letters, digits, '-', '.', '_'
     r += "_";
     for (char ch : s.label) r += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';

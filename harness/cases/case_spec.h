@@ -36,6 +36,15 @@ bool parse_dist(const std::string& s, Dist* d);
 
 // Physical block assignment of the decode sequences.
 enum class Layout { sequential, shuffled, shared };
+
+// Where the case's blocks sit in the physical pool (docs/golden-schema.md, "Pools of production
+// size"; cases/large_pool.h).
+enum class PoolPlacement {
+  dense,      // the pool is the case's blocks (every other suite)
+  beyond_4g,  // a pool of more than 2^33 + 2^30 bytes, blocks straddling 2^31, 2^32 and 2^33
+              // bytes in both pools and the pool's last block, ids in the millions
+  max_id,     // a pool of 2^31 blocks: the largest int32 block id (writer, 1-slot blocks)
+};
 const char* layout_name(Layout l);
 bool parse_layout(const std::string& s, Layout* l);
 
@@ -58,6 +67,7 @@ struct CaseSpec {
   Dist dist = Dist::gaussian;
   float threshold = kSparseVThreshold;  // decode: the build's THRESH (names get "_thr<bits>"
                                         // when it is not the default)
+  PoolPlacement pool = PoolPlacement::dense;
   std::string label;                 // where the geometry comes from (a model name of
                                      // data/models/attention.yaml); appended to the case name
 };

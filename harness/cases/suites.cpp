@@ -150,6 +150,36 @@ std::vector<CaseSpec> stress() {
   return v;
 }
 
+// pools: blocks of pools of production size (cases/large_pool.h, docs/golden-schema.md): per
+// format a writer case and a decode pair whose blocks straddle 2^31, 2^32 and 2^33 bytes of both
+// pools (the V block padded to the K block's size, so both pools pass 2^33 bytes at the same
+// ids), and a writer case at the largest int32 block id of a 2^31-block pool (tight V).
+std::vector<CaseSpec> pools() {
+  std::vector<CaseSpec> v;
+  const uint32_t dims[3] = {128, 256, 128};
+  for (int i = 0; i < kNumFormats; ++i) {
+    const FormatTraits& t = kFormats[i];
+    const uint32_t D = dims[i], B = 16, n = D;  // one kv head
+    const uint32_t k_block = B * n * 2, tight_v = B * n * t.bits / 8 + B * n / kGroupSize;
+    CaseSpec w = writer(t.format, D, 1, B, 12 * B, Dist::gaussian);
+    w.pool = PoolPlacement::beyond_4g;
+    w.layout = Layout::shuffled;
+    w.padding_tokens = 2;
+    w.v_block_pad = k_block - tight_v;
+    v.push_back(w);
+    CaseSpec d = decode(t.format, D, 1, 4, B, {37, 100, 3, 0}, i == 1 ? 50 : 0, Dist::gaussian);
+    d.pool = PoolPlacement::beyond_4g;
+    d.layout = Layout::shuffled;
+    d.v_block_pad = k_block - tight_v;
+    v.push_back(d);
+  }
+  CaseSpec m = writer(Format::turbo2v, 16, 1, 1, 24, Dist::gaussian);
+  m.pool = PoolPlacement::max_id;
+  m.layout = Layout::shuffled;
+  v.push_back(m);
+  return v;
+}
+
 }  // namespace
 
 std::vector<CaseSpec> suite_specs(const std::string& name) {
@@ -157,7 +187,8 @@ std::vector<CaseSpec> suite_specs(const std::string& name) {
   if (name == "standard") return standard();
   if (name == "stress") return stress();
   if (name == "models") return models_suite(builtin_model_table());
-  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models");
+  if (name == "pools") return pools();
+  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models, pools");
 }
 
 }  // namespace tqref::golden

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gpu/device_buffers.h"
 #include "gpu/launch.h"
 #include "gpu/launch_fault_policy.h"
 #include "io/case_checks.h"
@@ -119,6 +120,17 @@ const Function* GpuBackend::kernel_for(const GoldenCase& c, std::string* why) co
 }
 
 std::string GpuBackend::cannot_run(const GoldenCase& c) const {
+  if (c.sparse && fault_case_.empty()) {  // a pool of production size: is there room for it?
+    constexpr uint64_t kMargin = uint64_t(1) << 28;  // the context's own allocations, the kernel's stack
+    ctx_.make_current();
+    const uint64_t need = device_bytes(c), free = ctx_.free_memory();
+    if (need + kMargin > free) {
+      char b[200];
+      std::snprintf(b, sizeof b, "its pools of production size need %.2f GiB of device memory, %.2f GiB are free",
+                    double(need) / double(1ull << 30), double(free) / double(1ull << 30));
+      return b;
+    }
+  }
   if (c.kind == CaseKind::decode) {
     const uint32_t hdim = c.d.p.hdim;
     if (external_) {
@@ -159,15 +171,14 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
   std::string why;
   const Function* f = kernel_for(c, &why);
   if (!f) throw Error(why, -1, false);
-  // Each buffer: [guard][data][guard] on the device, uploaded from the host image in one copy.
+  // Each buffer: [guard][data][guard] on the device (whole pools for a pool of production size,
+  // device_buffers.h).
   const std::vector<golden::LaunchBuffer> bufs = golden::launch_buffers(c);
   std::vector<DeviceBuffer> dev;
   dev.reserve(bufs.size());
   std::map<std::string, uint64_t> at;  // name -> device address of the data (after the guard)
   for (const auto& b : bufs) {
-    const GuardedBuffer host = GuardedBuffer::with_guards(b.bytes);
-    dev.emplace_back(host.bytes.size());
-    dev.back().upload(host.bytes.data(), host.bytes.size());
+    dev.push_back(upload_buffer(c, b));
     at[b.name] = dev.back().ptr() + kGuardBytes;
   }
   KernelArgs args;
@@ -201,12 +212,7 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
       throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
     }
   }
-  for (size_t i = 0; i < bufs.size(); ++i) {
-    GuardedBuffer g;
-    g.bytes.resize(dev[i].bytes());
-    dev[i].download(g.bytes.data(), g.bytes.size());
-    (bufs[i].output ? r.buffers : r.inputs)[bufs[i].name] = std::move(g);
-  }
+  for (size_t i = 0; i < bufs.size(); ++i) download_buffer(c, bufs[i], dev[i], r);
 }
 
 void GpuBackend::release_modules() {

@@ -8,6 +8,7 @@
 #include "io/case_checks.h"
 #include "io/ex2_profile_io.h"
 #include "io/memory_budget.h"
+#include "io/sparse_pool.h"
 #include "io/text_escape.h"
 #include "tqref/numeric.h"
 
@@ -316,6 +317,24 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   return d;
 }
 
+// The sparse description of a pool of production size: attributes pool_layout ("sparse"),
+// pool_blocks and pool_background, datasets sparse/{block_ids,k_offsets,v_offsets}.
+SparsePool read_sparse_pool(const h5::Node& g, const GoldenCase& c) {
+  const std::string layout = g.attr_string("pool_layout");
+  if (layout != "sparse") throw BadCase(g.where() + ": attribute pool_layout = '" + layout + "'; allowed: sparse");
+  SparsePool sp;
+  sp.pool_blocks = attr_u64(g, "pool_blocks");
+  sp.background = uint8_t(attr_u32(g, "pool_background", 0, 255));
+  const uint64_t n = stored_blocks(c);
+  h5::Node s = g.group("sparse");
+  sp.block_ids = read_shaped<int64_t>(s, "block_ids", {n});
+  sp.k_offsets = read_shaped<uint64_t>(s, "k_offsets", {n});
+  sp.v_offsets = read_shaped<uint64_t>(s, "v_offsets", {n});
+  if (const std::string why = check_sparse_pool(sp, block_bytes(c), uint32_t(n)); !why.empty())
+    throw BadCase(s.where() + ": " + why);
+  return sp;
+}
+
 }  // namespace
 
 std::string kernel_name(CaseKind kind, Format f) {
@@ -385,11 +404,24 @@ std::vector<CaseAttr> case_attributes(const GoldenCase& c) {
   a.push_back({"linked_case", c.linked_case});
   if (c.kind == CaseKind::writer) writer_attributes(c, a);
   else decode_attributes(c, a);
+  if (c.sparse) {  // a pool of production size (docs/golden-schema.md)
+    a.push_back({"pool_layout", std::string("sparse")});
+    a.push_back({"pool_blocks", int64_t(c.sparse->pool_blocks)});
+    a.push_back({"pool_background", int64_t(c.sparse->background)});
+  }
   return a;
 }
 
 std::vector<CaseDataset> case_datasets(const GoldenCase& c) {
-  return c.kind == CaseKind::writer ? writer_datasets(c) : decode_datasets(c);
+  std::vector<CaseDataset> r = c.kind == CaseKind::writer ? writer_datasets(c) : decode_datasets(c);
+  if (c.sparse) {
+    const SparsePool& sp = *c.sparse;
+    const uint64_t n = sp.block_ids.size();
+    r.push_back(dataset("sparse", "block_ids", sp.block_ids, {n}));
+    r.push_back(dataset("sparse", "k_offsets", sp.k_offsets, {n}));
+    r.push_back(dataset("sparse", "v_offsets", sp.v_offsets, {n}));
+  }
+  return r;
 }
 
 void write_case(const h5::Node& cases, const GoldenCase& c) {
@@ -437,6 +469,7 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
     c.d = read_decode(g, c.format, with_diagnostics);
     c.d.p.threshold = c.threshold;
   }
+  if (g.has_attr("pool_layout")) c.sparse = read_sparse_pool(g, c);
   // Every SPEC range and buffer extent, before any backend sees the case (docs/reliability.md).
   if (const std::string why = common::check_case(c); !why.empty()) throw BadCase(g.where() + ": " + why);
   return c;

@@ -3,6 +3,7 @@
 // case_io.h moves these structs to and from /cases/<name>.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,22 @@ struct DecodeCase {
   DecodeDiagData diag;
 };
 
+// A pool of production size, stored sparsely (docs/golden-schema.md, "Pools of production size"):
+// the case's pools hold only the stored blocks, compact block j being physical block
+// block_ids[j] of a pool of pool_blocks blocks whose other bytes all hold `background`. Every
+// launch parameter of the case (slot_mapping, block_tables) is in the compact numbering, so the
+// model and the judge work on the compact pools unchanged; only a backend that allocates the
+// whole pool translates (launch_ids.h).
+struct SparsePool {
+  std::vector<int64_t> block_ids;   // [stored blocks] distinct physical ids
+  uint64_t pool_blocks = 0;         // blocks of the whole pool (ids 0 .. pool_blocks-1)
+  uint8_t background = 0xFF;        // every unstored byte of both pools (K 0xFFFF bf16 NaN,
+                                    // V scale byte 0xFF fp8 NaN)
+  // Byte offsets of the stored blocks in the whole pools (id x block bytes), as the file stores
+  // them (derived from block_ids and the geometry by sparse_offsets()).
+  std::vector<uint64_t> k_offsets, v_offsets;
+};
+
 struct GoldenCase {
   std::string name;
   CaseKind kind = CaseKind::writer;
@@ -65,6 +82,7 @@ struct GoldenCase {
   std::string linked_case;              // decode: the writer case that produced its caches
   WriterCase w;                         // valid when kind == writer
   DecodeCase d;                         // valid when kind == decode
+  std::optional<SparsePool> sparse;     // set: the pools are the stored blocks of a large pool
 };
 
 // The pool geometry (docs/spec.md section 3) of a writer or decode case.

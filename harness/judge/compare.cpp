@@ -3,6 +3,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "io/sparse_pool.h"
 #include "judge/launch_buffers.h"
 
 namespace tqref::golden {
@@ -103,6 +104,10 @@ void compare_pool(const GoldenCase& c, const std::string& name, const GuardedBuf
     const bool unwritten =
         pl.written && std::memcmp(got.data() + pl.row_begin, initial.data() + pl.row_begin, len) == 0;
     const char* cat = !pl.written ? "untouched-modified" : unwritten ? "row-not-written" : pl.section;
+    if (c.sparse) {  // compact block -> its place in the pool of production size
+      const BlockBytes b = block_bytes(c);
+      pl.where += " (physical block " + std::to_string(c.sparse->block_ids[off / (is_k ? b.k : b.v)]) + ")";
+    }
     note(v, {name, int64_t(off), cat, pl.where, e, g, i0, width});
   }
 }
@@ -146,6 +151,37 @@ void compare_guards(const std::string& name, const GuardedBuffer& b, CaseVerdict
                "guard band after " + name + ", byte +" + std::to_string(i), guard_byte(i), after,
                guard_byte(i), 1});
       ++v.bytes_differing;
+    }
+  }
+}
+
+// Pools of production size: the unstored blocks a backend read back after the launch
+// (io/sparse_pool.h sampled_blocks, concatenated as "<pool>_samples") must still hold the pool's
+// background byte. A backend without the whole pool (the model) returns no samples.
+void compare_samples(const GoldenCase& c, const CaseResult& r, CaseVerdict& v) {
+  if (!c.sparse) return;
+  const BlockBytes b = block_bytes(c);
+  const auto& returned = c.kind == CaseKind::writer ? r.buffers : r.inputs;  // the decoder only reads them
+  const char* category = c.kind == CaseKind::writer ? "untouched-modified" : "input-modified";
+  for (const bool is_k : {true, false}) {
+    const std::string name = is_k ? "k_cache_samples" : "v_cache_samples";
+    auto it = returned.find(name);
+    if (it == returned.end()) continue;
+    const uint64_t bytes = is_k ? b.k : b.v;
+    const std::vector<uint64_t> ids = sampled_blocks(*c.sparse, bytes);
+    if (it->second.size() != ids.size() * bytes) {
+      v.error = "backend returned " + std::to_string(it->second.size()) + " bytes of '" + name + "'; expected " +
+                std::to_string(ids.size() * bytes) + " (io/sparse_pool.h sampled_blocks)";
+      return;
+    }
+    v.bytes_compared += it->second.size();
+    for (uint64_t off = 0; off < it->second.size(); ++off) {
+      const uint8_t got = it->second.data()[off];
+      if (got == c.sparse->background) continue;
+      ++v.bytes_differing;
+      const std::string where = std::string(is_k ? "K" : "V") + " pool block " + std::to_string(ids[off / bytes]) +
+                                " byte " + std::to_string(off % bytes) + " (unstored, read back after the launch)";
+      note(v, {name, int64_t(off), category, where, c.sparse->background, got, c.sparse->background, 1});
     }
   }
 }
@@ -201,6 +237,8 @@ CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r) {
       compare_input(in, it->second, v);
     }
   }
+  compare_samples(c, r, v);
+  if (!v.error.empty()) return v;
   v.pass = v.bytes_differing == 0;
   return v;
 }

@@ -350,6 +350,9 @@ GoldenCase select_sequences(const GoldenCase& c, const std::vector<int32_t>& ord
 }
 
 std::vector<VariantBuilder> variant_builders(const GoldenCase& c, const LevelIOptions& o) {
+  // A pool of production size (io/sparse_pool.h) keeps its stored blocks at fixed physical ids;
+  // the variants re-number, add and re-pad blocks, which it cannot express: baseline only.
+  if (c.sparse) return {};
   return c.kind == CaseKind::decode ? decode_builders(c, o) : writer_builders(c, o);
 }
 

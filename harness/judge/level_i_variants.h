@@ -33,7 +33,8 @@ struct VariantBuilder {
   std::function<VariantLaunch()> build;  // built when run, so one variant's pools live at a time
 };
 
-// Every variant of c, in the order of the header comment of level_i.h.
+// Every variant of c, in the order of the header comment of level_i.h; none for a case with a
+// pool of production size (its blocks sit at fixed physical ids).
 std::vector<VariantBuilder> variant_builders(const GoldenCase& c, const LevelIOptions& o);
 
 // V pool `src` (geometry `from`) in geometry `to` (same heads, head_dim, block_size, num_blocks):
