@@ -11,7 +11,8 @@ last row of each result (a timed-path launch; all launches of a result do the sa
 
 Per result it reports warp instructions (smsp__inst_executed.sum), DRAM bytes read and written,
 the ncu duration, and per unit of work: instructions and bytes per (q head, position) pair for the
-decoders, per 16-value group for the writers. With --timed T.json (the same shapes run normally,
+decoders, per 16-value group for the writers, and the share of the SMs' issue slots used
+(warp instructions / (4 x SMs x elapsed SM cycles)). With --timed T.json (the same shapes run normally,
 checked and timed), each row also gets that run's median time.
 
 usage: ncu_join.py --bench B.json --ncu N.csv [--ncu ...] [--timed T.json ...] --json OUT.json --md OUT.md
@@ -22,9 +23,10 @@ import csv
 import json
 import sys
 
-METRICS = ("smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
+METRICS = ("smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
+           "sm__cycles_elapsed.avg")
 # Unit names ncu prints with --print-units base (and the scaled ones, should they appear).
-SCALE = {"inst": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9,
+SCALE = {"inst": 1, "cycle": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9,
          "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "": 1}
 
 
@@ -129,7 +131,12 @@ def join(bench, rows, bench_path):
         last = mine[-1]
         units = r["pairs"] if kind == "decode" else r["tokens"] * r["num_kv_heads"] * r["hdim"] // 16
         dram = last["dram__bytes_read.sum"] + last["dram__bytes_write.sum"]
-        out.append({"kind": kind, "label": label(kind, r), "kernel": k, "key": list(key(kind, r)),
+        sm = bench["device"]["sm_count"]
+        shape = {f: r[f] for f in ("format", "hdim", "num_kv_heads", "num_seqs", "num_q_heads", "seq_len", "tokens")
+                 if f in r}
+        out.append({"kind": kind, "label": label(kind, r), "kernel": k, "key": list(key(kind, r)), "shape": shape,
+                    "device": bench["device"]["name"], "sm_count": sm, "sm_cycles": last["sm__cycles_elapsed.avg"],
+                    "issue_utilisation": last["smsp__inst_executed.sum"] / (4 * sm * last["sm__cycles_elapsed.avg"]),
                     "heads_per_cta": r.get("heads_per_cta", 0), "fast": r.get("fast", False),
                     "warp_inst": last["smsp__inst_executed.sum"], "dram_read": last["dram__bytes_read.sum"],
                     "dram_write": last["dram__bytes_write.sum"], "ncu_ms": last["gpu__time_duration.sum"] * 1e3,

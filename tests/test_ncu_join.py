@@ -14,10 +14,12 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 JOIN = ROOT / "scripts" / "ncu_join.py"
-METRICS = ["smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"]
+METRICS = ["smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
+           "sm__cycles_elapsed.avg"]
 
 BENCH = {
     "schema": "tqref.bench/1",
+    "device": {"name": "G", "sm_count": 10},
     "decode": [
         {"kernel": "dec", "heads_per_cta": 0, "format": "turbo3v", "hdim": 128, "num_seqs": 2, "num_q_heads": 8,
          "num_kv_heads": 2, "seq_len": 100, "q_sigma": 1, "model": "", "pairs": 1600, "grid_x": 8, "launches": 2,
@@ -46,11 +48,11 @@ LAUNCHES = [("dec", (8, 2, 1), 1000), ("dec", (8, 2, 1), 1000), ("dec_gqa_stats"
 def wide_csv(launches):
     hdr = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
            "Grid Size", "Device", "CC"] + METRICS
-    units = ["", "", "", "", "", "", "", "", "", "", "", "inst", "Mbyte", "byte", "msecond"]
+    units = ["", "", "", "", "", "", "", "", "", "", "", "inst", "Mbyte", "byte", "msecond", "cycle"]
     rows = ["==PROF== Connected to process 1", ",".join(f'"{h}"' for h in hdr), ",".join(f'"{u}"' for u in units)]
     for i, (k, g, inst) in enumerate(launches):
         vals = [str(i), "1", "tqref", "h", f"{k}(int*)", "1", "7", "(256, 1, 1)", f"({g[0]}, {g[1]}, {g[2]})",
-                "0", "9.0", f"{inst:,}", "2.5", "1,000", "0.125"]
+                "0", "9.0", f"{inst:,}", "2.5", "1,000", "0.125", "50"]
         rows.append(",".join(f'"{v}"' for v in vals))
     return "\n".join(rows) + "\n"
 
@@ -60,7 +62,8 @@ def long_csv(launches):
            "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
     rows = [",".join(f'"{h}"' for h in hdr)]
     for i, (k, g, inst) in enumerate(launches):
-        for m, u, v in zip(METRICS, ["inst", "Mbyte", "byte", "msecond"], [f"{inst:,}", "2.5", "1,000", "0.125"]):
+        for m, u, v in zip(METRICS, ["inst", "Mbyte", "byte", "msecond", "cycle"],
+                           [f"{inst:,}", "2.5", "1,000", "0.125", "50"]):
             vals = [str(i), "1", "tqref", "h", k, "1", "7", "(256, 1, 1)", f"({g[0]}, {g[1]}, {g[2]})", "0",
                     "9.0", "Command line profiler metrics", m, u, v]
             rows.append(",".join(f'"{x}"' for x in vals))
@@ -95,6 +98,7 @@ def main():
             check(abs(rows[3]["inst_per_unit"] - 96 / (64 * 8 * 128 / 16)) < 1e-12, f"{name}: per group")
             check(rows[0]["dram_read"] == 2.5e6 and rows[0]["dram_write"] == 1000, f"{name}: byte units")
             check(abs(rows[0]["ncu_ms"] - 0.125) < 1e-12, f"{name}: msecond unit")
+            check(abs(rows[0]["issue_utilisation"] - 1000 / (4 * 10 * 50)) < 1e-12, f"{name}: issue share")
             check(rows[1]["median_ms"] == 0.25 and rows[1]["conformant"] is True, f"{name}: timed join")
         shifted = LAUNCHES[:3] + LAUNCHES[5:7] + LAUNCHES[3:5] + LAUNCHES[7:]
         shifted = [(k, (2, 2, 1) if k == "dec" and i >= 3 else g, n) for i, (k, g, n) in enumerate(shifted)]
