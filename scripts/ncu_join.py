@@ -26,8 +26,9 @@ import sys
 METRICS = ("smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
            "sm__cycles_elapsed.avg")
 # Unit names ncu prints with --print-units base (and the scaled ones, should they appear).
-SCALE = {"inst": 1, "cycle": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9,
-         "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "": 1}
+SCALE = {"inst": 1, "cycle": 1, "block": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
+         "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "ns": 1e-9, "us": 1e-6,
+         "ms": 1e-3, "s": 1.0, "": 1}
 
 
 class JoinError(Exception):
