@@ -193,12 +193,9 @@ TQREF_HD void write_item(const Args& a, const Item& it, bool coalesced, const Ct
   constexpr uint32_t kBits = FormatConst<F>::bits;
   constexpr uint32_t kChunks = 32 / C;  // K chunks per thread
   const uint32_t n = a.num_kv_heads * a.head_dim, G = n / kGroupSize;
-  const uint64_t s = static_cast<uint64_t>(it.slot);
-  // Loads first: K chunks and the V group, all in flight together.
-  // K source and destination in elements, relative to the token's rows; the dense K pool row of
-  // slot s is row s ((s/B)*B + s%B).
+  // Loads first: K chunks and the V group, all in flight together with the slot load (they do not
+  // depend on the slot; a padding token's input rows exist and are read, never written).
   const uint16_t* ksrc = a.key + static_cast<uint64_t>(it.t) * a.key_stride;
-  uint16_t* kdst = a.k_cache + s * n;
   uint32_t kw[kChunks][C / 4];
   uint32_t koff[kChunks];
 TQWR_UNROLL
@@ -209,6 +206,10 @@ TQWR_UNROLL
   }
   uint32_t vw[8];
   load_group<Ops>(a.value + static_cast<uint64_t>(it.t) * a.value_stride + it.g * kGroupSize, vw);
+  if (it.slot < 0) return;  // padding token: nothing is written
+  // The dense K pool row of slot s is row s ((s/B)*B + s%B).
+  const uint64_t s = static_cast<uint64_t>(it.slot);
+  uint16_t* kdst = a.k_cache + s * n;
 TQWR_UNROLL
   for (uint32_t k = 0; k < kChunks; ++k) Ops::template store_chunk<C>(kdst + koff[k], kw[k]);
   // V: block s/B, row s%B (32-bit division when the slot fits, as it always does in practice).
@@ -245,11 +246,11 @@ TQREF_HD void write_cta(const Args& a, uint32_t cta, uint32_t tid, const CtaTabl
     it.g = u % G;
     it.lane = tid % kWarpSize;
     it.slot = Ops::load_i64(a.slot_mapping + it.t);
-    if (it.slot < 0) continue;  // padding token: nothing is written
     // The warp's items u - lane .. u - lane + 31 are groups g - lane .. g - lane + 31 of this
     // token iff this holds, and it evaluates equally in every lane of the warp: in a warp that
     // spans two tokens the first token's lanes see g - lane + 32 > G and the others g < lane;
     // a warp that runs past the last item (which ends a token) spans past that token's end.
+    // A padding token's lanes all return after their loads (write_item).
     const bool coalesced = it.g >= it.lane && it.g - it.lane + kWarpSize <= G;
     if (k16) write_item<Ops, F, 16>(a, it, coalesced, tb);
     else write_item<Ops, F, 8>(a, it, coalesced, tb);
