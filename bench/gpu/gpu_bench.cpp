@@ -13,7 +13,7 @@
 
 #include "gpu/launch.h"
 #include "io/ex2_profile_io.h"
-#include "kernels/gb10/fast/fast_writer_core.h"
+#include "kernels/fast/fast_writer_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/decode.h"
 #include "tqref/writer.h"
