@@ -35,8 +35,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       "usage: tqref bench [--quick] [--json FILE] [options]\n"
       "  Times the writer and decoder kernels on the GPU (the reference-order kernels and the GQA\n"
       "  variants), after checking every timed kernel bit for bit (GQA decoders against the\n"
-      "  reference-order decoder, that one against the CPU model on a few sequences, the writer\n"
-      "  against the CPU model). Exit 0: all conformant; 1: a mismatch; 4: no GPU");
+      "  reference-order decoder, that one against the CPU model on a few sequences, both writers\n"
+      "  against the CPU model; each writer timed beside a device copy of the same bytes).\n"
+      "  Exit 0: all conformant; 1: a mismatch; 2: bad options; 4: no GPU");
   desc.add_options()("help,h", "this text")("quick", po::bool_switch(&quick),
                                             "the same as --set quick")(
       "set", po::value(&set_name)->default_value(set_name),
