@@ -131,8 +131,8 @@ else
 fi
 
 # 7. Mutants: smoke first; survivors against standard (the THRESH = 2^-10 builds: the
-#    thresh-pow2m10 file instead of both). Exit 1 (mismatch) or 6 (GPU fault) = caught; 0 =
-#    survived; 3 = no case for that module. Mutant 5 (factor >= THRESH) at the default THRESH is
+#    thresh-pow2m10 file instead of both), then at level I on the first file. Exit 1 (mismatch)
+#    or 6 (GPU fault) = caught; 0 = survived; 3 = no case for that module. Mutant 5 (factor >= THRESH) at the default THRESH is
 #    equivalent on sm_90: no EXPF output equals 1e-3f there (docs/decode-model.md item 8), so
 #    > and >= agree on every input; those two builds are listed but not counted.
 mt=$out/mutants.tsv
@@ -162,8 +162,17 @@ if [[ -f $carry/mutants/mutants.tsv ]]; then
       rt=$?
       head -c 4000 "$tmp/m.out" >> "$log"; tail -n 1 "$tmp/m.out" | tee -a "$log"
     fi
+    # Survivors of W/D get level I on the same file (the invariance mutants 18-20 are made to
+    # pass W/D and fail only there).
+    ri=-
+    if [[ $rs == 0 && ( $rt == 0 || $rt == - ) ]] && (( $(left) > 20 )); then
+      timeout --kill-after=5 60 "$tq" check "$first" --backend gpu --level I "${args[@]}" > "$tmp/m.out" 2>&1
+      ri=$?
+      grep -m 2 "anatomy:" "$tmp/m.out" >> "$log"; tail -n 1 "$tmp/m.out" | tee -a "$log"
+    fi
     if [[ $rs == 1 || $rs == 6 ]]; then v="caught ($firstname)"
     elif [[ $rt == 1 || $rt == 6 ]]; then v="caught ($secondname)"
+    elif [[ $ri == 1 || $ri == 6 ]]; then v="caught (level I, $firstname)"
     elif [[ $rs == 3 && ( $rt == - || $rt == 3 ) ]]; then v="n/a (no case for this build)"; total=$((total - 1))
     elif [[ $rs == 0 && ( $rt == 0 || $rt == - ) && $short == thresh_ge && $module == decode_hdim[0-9]* && $module != *_thr_* ]]; then
       v="equivalent at the default THRESH on sm_90 (not counted)"; total=$((total - 1)); equivalent=$((equivalent + 1))

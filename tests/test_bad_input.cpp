@@ -4,15 +4,19 @@
 // and no output file. An interrupted generate must leave neither its output nor a temporary.
 #define BOOST_TEST_MODULE bad_input
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -31,10 +35,12 @@ struct Run {
   std::string output;  // stdout and stderr
 };
 
-// Runs `tqref ARGS` (a shell word list) in `dir`, capturing both streams.
-Run run_cli(const std::string& args, const fs::path& dir) {
-  const fs::path log = dir / "cli.log";
-  const std::string cmd = "cd '" + dir.string() + "' && '" TQREF_CLI "' " + args + " > '" + log.string() + "' 2>&1";
+// Runs `tqref ARGS` (a shell word list) in `dir`, capturing both streams; with `prefix` false,
+// ARGS is the whole command line.
+Run run_cli(const std::string& args, const fs::path& dir, bool prefix = true) {
+  const fs::path log = fs::path(dir.string() + ".cli.log");  // beside `dir`: not a leftover inside it
+  const std::string cmd = "cd '" + dir.string() + "' && " + (prefix ? "'" TQREF_CLI "' " : "") + args + " > '" +
+                          log.string() + "' 2>&1";
   Run r;
   const int st = std::system(cmd.c_str());
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -108,6 +114,9 @@ void expect_refused(const BadFile& b) {
       BOOST_TEST(r.code == kBadInput, cmd << " exited " << r.code << ":\n" << r.output);
       BOOST_TEST(r.output.find("bad.h5") != std::string::npos, r.output);
       for (const auto& s : b.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
+      // Strings from the file are escaped: no control character but newlines reaches the terminal.
+      BOOST_TEST(std::none_of(r.output.begin(), r.output.end(),
+                              [](char c) { return (unsigned char)c < 0x20 && c != '\n'; }), r.output);
       // One message, not a stack of library errors: at most a few lines on a refusal.
       BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= 3, r.output);
       const auto extra = leftovers(dir, {"bad.h5"});
@@ -244,6 +253,90 @@ BOOST_AUTO_TEST_CASE(parameters_outside_spec_are_refused_with_exit_3) {
   for (const auto& b : classes) expect_refused(b);
 }
 
+// Would catch: data from outside the file followed (a dataset whose bytes are /etc/passwd read as
+// K data and printed in mismatch lines), links libhdf5 resolves elsewhere, filters tqref never
+// writes (plugins run code), and one changed byte of stored data read as a kernel mismatch
+// instead of a corrupt file (every dataset tqref writes carries a fletcher32 checksum).
+BOOST_AUTO_TEST_CASE(untrusted_file_policy_refuses_with_exit_3) {
+  const fs::path other = fixture().root / "other.h5";  // outside the case directories
+  if (!fs::exists(other)) fs::copy_file(fixture().valid, other);
+  const std::vector<BadFile> classes = {
+      {"external_link", [&](const fs::path& f, const CaseNames& n) {
+         replace_with_external_link(f, in(n.writer, "inputs/key"), other, in(n.writer, "inputs/key")); },
+       {"inputs/key: is an external link", "allowed: objects stored in this file"}},
+      {"soft_link", [](const fs::path& f, const CaseNames& n) {
+         replace_with_soft_link(f, in(n.writer, "inputs/key"), in(n.writer, "inputs/value")); },
+       {"inputs/key: is a soft link"}},
+      {"user_defined_link", [](const fs::path& f, const CaseNames& n) {
+         replace_with_user_defined_link(f, in(n.writer, "inputs/key")); },
+       {"inputs/key: is a user-defined link"}},
+      {"external_storage_etc_passwd", [](const fs::path& f, const CaseNames& n) {
+         replace_with_external_storage(f, in(n.writer, "inputs/key"), "/etc/passwd"); },
+       {"inputs/key: stores its data in 1 external file(s)", "allowed: data stored in this file"}},
+      {"virtual_dataset", [&](const fs::path& f, const CaseNames& n) {
+         replace_with_virtual(f, in(n.writer, "inputs/key"), other, in(n.writer, "inputs/key")); },
+       {"inputs/key: is a virtual dataset"}},
+      {"filter_not_written_by_tqref", [](const fs::path& f, const CaseNames& n) {
+         replace_with_scaleoffset(f, in(n.writer, "inputs/slot_mapping")); },
+       {"inputs/slot_mapping: uses filter 6", "allowed: deflate (1), shuffle (2), fletcher32 (3)"}},
+      {"one_byte_changed_in_stored_data", [](const fs::path& f, const CaseNames& n) {
+         flip_stored_byte(f, in(n.writer, "expected/k_cache"), 10); },
+       {"expected/k_cache", "corrupt file", "checksum"}},
+  };
+  for (const auto& b : classes) expect_refused(b);
+}
+
+// Would catch: values that are not numbers or outside their documented ranges reaching a backend
+// (reported as a kernel mismatch, or level T judging with them), 64-bit attributes truncated to
+// their 32-bit fields or clamped by libhdf5, strings from the file reaching the terminal with raw
+// escape sequences, and an identifier from the file used as a path (ex2_profile_id ../../..).
+BOOST_AUTO_TEST_CASE(unchecked_values_are_refused_with_exit_3) {
+  auto set_float = [](const fs::path& f, const std::string& obj, const std::string& name, float v) {
+    set_double_attr(f, obj, name, double(v));
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, 4);
+    set_int_attr(f, obj, name + "_bits", int64_t(bits));
+  };
+  const std::vector<BadFile> classes = {
+      {"inv_sqrt_d_inf", [&](const fs::path& f, const CaseNames& n) {
+         set_float(f, n.decode, "inv_sqrt_d", std::numeric_limits<float>::infinity()); },
+       {"inv_sqrt_d = inf", "allowed: a finite float > 0"}},
+      {"inv_sqrt_d_nan", [&](const fs::path& f, const CaseNames& n) {
+         set_float(f, n.decode, "inv_sqrt_d", std::numeric_limits<float>::quiet_NaN()); },
+       {"inv_sqrt_d = nan", "allowed: a finite float > 0"}},
+      {"inv_sqrt_d_negative", [&](const fs::path& f, const CaseNames& n) { set_float(f, n.decode, "inv_sqrt_d", -0.125f); },
+       {"inv_sqrt_d = -0.125", "allowed: a finite float > 0"}},
+      {"threshold_nan", [&](const fs::path& f, const CaseNames& n) {
+         set_float(f, n.decode, "threshold", std::numeric_limits<float>::quiet_NaN()); },
+       {"threshold = nan", "0 < threshold < 1"}},
+      {"threshold_above_1", [&](const fs::path& f, const CaseNames&) { set_float(f, "/", "threshold", 2.0f); },
+       {"threshold = 2", "0 < threshold < 1"}},
+      {"float_and_bits_disagree", [](const fs::path& f, const CaseNames& n) { set_double_attr(f, n.decode, "inv_sqrt_d", 0.5); },
+       {"inv_sqrt_d", "disagree"}},
+      {"bits_attr_above_32_bits", [](const fs::path& f, const CaseNames& n) {
+         set_int_attr(f, n.decode, "threshold_bits", (int64_t(1) << 32) + 0x3A83126F); },
+       {"threshold_bits = 5276635759", "allowed: 0 .. 2^32-1"}},
+      {"uint64_attr_above_int64", [](const fs::path& f, const CaseNames& n) {
+         set_uint64_attr(f, n.writer, "num_tokens", (uint64_t(1) << 63) + 5); },
+       {"num_tokens' = 9223372036854775813", "allowed: at most 2^63-1"}},
+      {"num_tokens_above_32_bits", [](const fs::path& f, const CaseNames& n) {
+         set_int_attr(f, n.writer, "num_tokens", (int64_t(1) << 32) + 5); },
+       {"num_tokens = 4294967301", "allowed: 0 .."}},
+      {"seed_negative", [](const fs::path& f, const CaseNames& n) { set_int_attr(f, n.writer, "seed", -1); },
+       {"seed = -1", "allowed: 0 .. 2^63-1"}},
+      {"escape_sequence_in_case_name", [](const fs::path& f, const CaseNames& n) {
+         rename_link(f, n.writer, "/cases/evil\x1b[2J\x1b]0;pwned\x07"); },
+       {"case name 'evil\\x1b[2J\\x1b]0;pwned\\x07'", "allowed: 1 .. 200 characters"}},
+      {"escape_sequence_in_attribute", [](const fs::path& f, const CaseNames& n) {
+         set_string_attr(f, n.writer, "kind", "\x1b[31mwriter"); },
+       {"kind = '\\x1b[31mwriter'"}},
+      {"ex2_profile_id_path_traversal", [](const fs::path& f, const CaseNames&) {
+         set_string_attr(f, "/", "ex2_profile_id", "../../../etc-ex2-v1-0123456789ab"); },
+       {"ex2_profile_id = '../../../etc-ex2-v1-0123456789ab'", "allowed: <arch>-ex2-v1-<12 hex digits>"}},
+  };
+  for (const auto& b : classes) expect_refused(b);
+}
+
 // Would catch: a checker that refuses what SPEC allows. Block-table entries past a sequence's
 // last block are never read (docs/spec.md section 7: "unused entries holding out-of-range values").
 BOOST_AUTO_TEST_CASE(unused_out_of_range_table_entries_are_accepted) {
@@ -277,6 +370,8 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
                           "v_data_pad: [0,1,2,3,4,5,6,7,8,9]\nv_block_pad: [0,1,2,3,4,5,6,7,8,9]\n"
                           "spare_blocks: [0,1,2,3,4,5,6,7,8,9]\npadding_tokens: [0,1,2,3,4,5,6,7,8,9]\n");
   yaml("key_not_scalar.yaml", "? [a, b]\n: 1\n");
+  yaml("huge.yaml", "kind: writer\n# " + std::string(size_t(1) << 20, 'x') + "\n");
+  BOOST_TEST_REQUIRE(::mkfifo((dir / "fifo.h5").c_str(), 0600) == 0);
   struct Cli {
     std::string args;
     int code;
@@ -318,6 +413,37 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"calibrate ex2 --raw-out nodir/f.raw", kUsage, {"--raw-out nodir/f.raw", "directory"}},
       {"calibrate ex2 --raw-out .", kUsage, {"--raw-out . is a directory"}},
       {"study --out nodir/x.h5 --only theory --quick", kUsage, {"--out nodir/x.h5", "directory"}},
+      // non-finite and out-of-range float options (level T passed an injected fault with these)
+      {"check ok.h5 --level T --t-margin inf", kUsage, {"--t-margin inf", "allowed: 0 .. 0.1"}},
+      {"check ok.h5 --level T --t-margin nan", kUsage, {"--t-margin nan", "allowed: 0 .. 0.1"}},
+      {"check ok.h5 --level T --t-margin -0.5", kUsage, {"--t-margin -0.5", "allowed: 0 .. 0.1"}},
+      {"check ok.h5 --threshold nan", kUsage, {"--threshold nan", "0 < threshold < 1"}},
+      {"check ok.h5 --launch-timeout inf", kUsage, {"--launch-timeout inf"}},
+      // outputs that would destroy an input, each other, or a device, checked before any work
+      {"check ok.h5 --report ok.h5", kUsage, {"--report ok.h5 is the same file as ok.h5"}},
+      {"check ok.h5 --report ./sub/../ok.h5", kUsage, {"is the same file as ok.h5"}},
+      {"check ok.h5 --report r.json --junit r.json", kUsage, {"--report r.json is the same file as r.json"}},
+      {"check ok.h5 --report /dev/null", kUsage, {"--report /dev/null is a character device", "allowed: a regular file"}},
+      {"generate --config huge.yaml --out huge.yaml", kUsage, {"--out huge.yaml is the same file as huge.yaml"}},
+      // ordinary output problems: exit 2 up front, never 5
+      {"check ok.h5 --reproducer-dir ok.h5/repro", kUsage, {"--reproducer-dir ok.h5/repro", "not a directory"}},
+      {"check ok.h5 --reproducer-dir /proc/self/repro", kUsage, {"--reproducer-dir /proc/self/repro", "cannot create"}},
+      {"check ok.h5 --report /proc/self/report.json", kUsage, {"--report /proc/self/report.json", "cannot create"}},
+      {"check ok.h5 --report " + std::string(300, 'r') + ".json", kUsage, {"File name too long"}},
+      // inputs that are not regular files, or too large to be a sweep
+      {"check fifo.h5", kBadInput, {"fifo.h5 is a FIFO", "allowed: a regular file"}},
+      {"check /dev/zero", kBadInput, {"/dev/zero is a character device"}},
+      {"inspect .", kBadInput, {"is a directory"}},
+      {"generate --config /dev/zero --out o.h5", kBadInput, {"--config /dev/zero is a character device"}},
+      {"generate --config fifo.h5 --out o.h5", kBadInput, {"--config fifo.h5 is a FIFO"}},
+      {"generate --config huge.yaml --out o.h5", kBadInput, {"huge.yaml", "allowed: at most 1048576"}},
+      {"quantize --format turbo3v --file /dev/zero", kBadInput, {"--file /dev/zero is a character device"}},
+      // the memory budget option
+      {"--max-memory 0 check ok.h5", kUsage, {"--max-memory 0", "allowed: 1M"}},
+      {"check ok.h5 --max-memory lots", kUsage, {"--max-memory lots"}},
+      // a query list that leaves no position: refused, not a segfault
+      {"generate --trace " TQREF_SOURCE_DIR "/data/traces/stories15M.h5 --trace-queries 1000000 --out t.h5", kBadInput,
+       {"--trace-queries: no position inside sequence", "allowed: -"}},
   };
   for (const Cli& c : cases) {
     BOOST_TEST_CONTEXT("tqref " << c.args) {
@@ -325,13 +451,79 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
       for (const auto& s : c.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
       BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= c.max_lines, r.output);
-      std::vector<std::string> keep = {"ok.h5"};
+      std::vector<std::string> keep = {"ok.h5", "fifo.h5"};
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".yaml") keep.push_back(e.path().filename().string());
       const auto extra = leftovers(dir, keep);
       BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
     }
   }
+  fs::remove_all(dir);
+}
+
+// Would catch: a write failure ignored (a corrupt file renamed into place, a crash in libhdf5's
+// exit handler, a reproducer committed truncated) or a file-size limit that kills tqref and leaves
+// its temporary. RLIMIT_FSIZE stands in for a full disk: with SIGXFSZ ignored, writes past the
+// limit fail with EFBIG as they fail with ENOSPC on a full disk; with SIGXFSZ at its default,
+// tqref's handler removes the temporary and exits 130.
+BOOST_AUTO_TEST_CASE(full_disk_and_file_size_limit_leave_nothing) {
+  const fs::path dir = fixture().root / "full_disk";
+  fs::create_directories(dir);
+  fs::copy_file(fixture().valid, dir / "ok.h5");
+  // bash's ulimit -f counts 1024-byte blocks; trap "" XFSZ leaves SIGXFSZ ignored across exec.
+  auto limited = [](const std::string& kib, bool ignore, const std::string& args) {
+    return "bash -c '" + std::string(ignore ? "trap \"\" XFSZ; " : "") + "ulimit -f " + kib + "; exec \"" TQREF_CLI "\" " +
+           args + "'";
+  };
+  struct Limited {
+    std::string kib;
+    bool ignore;
+    std::string args;
+    int code;
+    std::vector<std::string> says;
+  };
+  const std::vector<Limited> cases = {
+      {"300", true, "generate --suite smoke --out s.h5", kBadInput, {"s.h5", "write failed", "disk full or file-size limit"}},
+      {"300", false, "generate --suite smoke --out s.h5", kInterrupted, {"file size limit exceeded (SIGXFSZ)", "exit 130"}},
+      {"1", true, "check ok.h5 --report r.json", kBadInput, {"cannot write --report", "r.json"}},
+      {"20", true, "check ok.h5 --inject flip-code-bit --reproducer-dir repro", kBadInput, {"repro/", "write failed"}},
+  };
+  for (const Limited& c : cases) {
+    BOOST_TEST_CONTEXT(c.kib << " KiB, SIGXFSZ " << (c.ignore ? "ignored" : "default") << ": tqref " << c.args) {
+      const Run r = run_cli(limited(c.kib, c.ignore, c.args), dir, false);
+      BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
+      for (const auto& w : c.says) BOOST_TEST(r.output.find(w) != std::string::npos, "'" << w << "' not in: " << r.output);
+      std::vector<std::string> extra = leftovers(dir, {"ok.h5", "repro"});
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename() == "repro" && !fs::is_empty(e.path())) extra.push_back("repro/...");
+      BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Would catch: a 9 MB file that makes tqref allocate 8.5 GB (the K pools of a case, zeros
+// compressed 1000:1), i.e. sizes from a file allocated before they are checked against the memory
+// budget. Scaled down: pools of 2 x 256 MiB against --max-memory 256M (the 8.5 GB form against the
+// default 8 GiB budget is recorded in docs/reliability.md).
+BOOST_AUTO_TEST_CASE(case_larger_than_memory_budget_is_refused) {
+  const fs::path dir = fixture().root / "budget";
+  fs::create_directories(dir);
+  const fs::path f = dir / "big.h5";
+  fs::copy_file(fixture().valid, f);
+  const CaseNames& n = fixture().names;
+  // 2 kv heads x head_dim 128 x block_size 4 x 2 bytes = 2 KiB per block: 2^17 blocks = 256 MiB.
+  const uint64_t blocks = uint64_t(1) << 17;
+  set_int_attr(f, n.writer, "num_blocks", int64_t(blocks));
+  for (const char* g : {"initial/k_cache", "expected/k_cache"}) write_zero_dataset(f, in(n.writer, g), {blocks, 4, 2, 128}, 512);
+  BOOST_TEST(fs::file_size(f) < (uint64_t(8) << 20));
+  const Run r = run_cli("--max-memory 256M check big.h5 --report r.json", dir);
+  BOOST_TEST(r.code == kBadInput, r.output);
+  BOOST_TEST(r.output.find("needs") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("allowed: at most the memory budget, 268435456 bytes") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("num_blocks = 131072") != std::string::npos, r.output);
+  const auto extra = leftovers(dir, {"big.h5"});
+  BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
   fs::remove_all(dir);
 }
 

@@ -420,7 +420,7 @@ golden::LevelIVerdict invariance(const std::string& name, const std::string& ker
   v.kernel = kernel;
   v.kind = "decode";
   v.pass = pass;
-  v.checks.push_back({"placement", "batch of 17", pass, "", 1024, pass ? 0u : 1024u,
+  v.checks.push_back({"placement", "batch of 33", pass, "", 1024, pass ? 0u : 1024u,
                       pass ? "" : "seq 2 (L 5, at index 9): 1024 of 1024 elements differ"});
   if (!pass) {
     v.broken = {"placement"};

@@ -271,14 +271,28 @@ BOOST_AUTO_TEST_CASE(corrupt_bytes) {
   BOOST_CHECK(contains(msg, p.string()));
 }
 
-// A well-formed file whose deltas were edited (valid checksums): the table hash catches it.
+// A well-formed file whose deltas were edited (valid checksums, written through libhdf5): the
+// table hash catches it. (save_ex2_profile refuses to write such a file: it reads back first.)
 BOOST_AUTO_TEST_CASE(edited_table) {
   TempDir d;
   const std::string path = (d.path / "ex2.h5").string();
-  auto t = profile().fraction_table();
-  t[777] -= 1;
-  auto edited = Ex2Profile::from_table(profile().id(), "sm_90", t);  // keeps the old id
-  save_ex2_profile(path, edited, read_ex2_provenance(kProfile));
+  fs::copy_file(kProfile, path);
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "fraction_delta", H5P_DEFAULT);
+    const hid_t space = H5Dget_space(ds);
+    const hsize_t at = 777, one = 1;
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, nullptr, &one, nullptr);
+    const hid_t mem = H5Screate_simple(1, &one, nullptr);
+    int8_t v = 0;
+    BOOST_TEST_REQUIRE(H5Dread(ds, H5T_NATIVE_INT8, mem, space, H5P_DEFAULT, &v) >= 0);
+    v = int8_t(v - 1);
+    BOOST_TEST_REQUIRE(H5Dwrite(ds, H5T_NATIVE_INT8, mem, space, H5P_DEFAULT, &v) >= 0);
+    H5Sclose(mem);
+    H5Sclose(space);
+    H5Dclose(ds);
+    BOOST_TEST_REQUIRE(H5Fclose(f) >= 0);
+  }
   const std::string msg = error_of([&] { load_ex2_profile(path); });
   BOOST_CHECK(contains(msg, "fraction_delta"));
   BOOST_CHECK(contains(msg, "hash"));

@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(each_invariance_fault_breaks_its_property) {
   }
 }
 
-// Would catch: the large batch dropping under the dense-path trigger of mutant 18 (more than 16
+// Would catch: the large batch dropping under the dense-path trigger of mutant 18 (more than 32
 // sequences), or sequences of the large batch that are not compared with their baseline rows.
 BOOST_AUTO_TEST_CASE(large_batch_holds_every_sequence_at_several_places) {
   const GoldenFileCases& s = smoke();
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(large_batch_holds_every_sequence_at_several_places) {
     for (const VariantBuilder& b : variant_builders(c, LevelIOptions{})) {
       if (b.name.rfind("batch of ", 0) != 0) continue;
       const VariantLaunch v = b.build();
-      BOOST_TEST(v.c.d.p.num_seqs >= 17u);
+      BOOST_TEST(v.c.d.p.num_seqs >= 33u);
       std::map<int32_t, int> copies;
       for (int32_t x : v.seq_of) ++copies[x];
       for (uint32_t q = 0; q < c.d.p.num_seqs; ++q) BOOST_TEST(copies[int32_t(q)] >= 2, c.name << " seq " << q);
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(cli_level_i) {
                          (d / "bad.json").string(), d) == 1);
   const std::string log = slurp(d / "last.log");
   BOOST_TEST(log.find("FAIL I ") != std::string::npos, log);
-  BOOST_TEST(log.find("placement / batch of 17") != std::string::npos, log);
+  BOOST_TEST(log.find("placement / batch of 33") != std::string::npos, log);
   BOOST_TEST(slurp(d / "bad.json").find("\"diagnosis\":\"invariance:placement\"") != std::string::npos);
   BOOST_TEST(run_cli("check " + kCommittedSmoke + " --level X", d) == 2);
   fs::remove_all(d);

@@ -18,6 +18,7 @@
 #include "gpu/deadline_wait.h"
 #include "gpu/launch_fault_policy.h"
 #include "io/atomic_output.h"
+#include "io/input_file.h"
 #include "io/isolated_call.h"
 
 namespace fs = std::filesystem;
@@ -82,16 +83,49 @@ BOOST_AUTO_TEST_CASE(atomic_output_commit_and_abandon) {
 BOOST_AUTO_TEST_CASE(output_path_checks) {
   const fs::path d = scratch("paths");
   BOOST_TEST(output_path_problem((d / "x.h5").string()).empty());
+  BOOST_TEST(count_files(d) == 0u);  // the probe file is gone
   BOOST_TEST(output_path_problem((d / "nodir" / "x.h5").string()).find("does not exist") != std::string::npos);
   BOOST_TEST(output_path_problem(d.string()).find("is a directory") != std::string::npos);
   BOOST_TEST(!output_path_problem("").empty());
+  // Non-regular destinations, the same file as an input or another output (also via a symlink
+  // or a path with "..", and for a name that does not exist yet), names too long to create.
+  BOOST_TEST(output_path_problem("/dev/null").find("is a character device") != std::string::npos);
+  std::ofstream(d / "in.h5") << "input";
+  fs::create_symlink(d / "in.h5", d / "link.h5");
+  fs::create_directories(d / "sub");
+  const std::string in = (d / "in.h5").string();
+  BOOST_TEST(output_path_problem(in, {in}).find("is the same file as") != std::string::npos);
+  BOOST_TEST(output_path_problem((d / "link.h5").string(), {in}).find("is the same file as") != std::string::npos);
+  BOOST_TEST(output_path_problem((d / "sub" / ".." / "in.h5").string(), {in}).find("same file") != std::string::npos);
+  BOOST_TEST(output_path_problem((d / "new.json").string(), {(d / "sub" / ".." / "new.json").string()})
+                 .find("same file") != std::string::npos);
+  BOOST_TEST(output_path_problem((d / "other.json").string(), {in}).empty());
+  BOOST_TEST(output_path_problem((d / std::string(300, 'n')).string()).find("File name too long") != std::string::npos);
+  BOOST_TEST(output_path_problem("/proc/self/x.json").find("cannot create") != std::string::npos);
+  // Output directories: existing, creatable, or refused.
+  BOOST_TEST(output_dir_problem((d / "sub").string()).empty());
+  BOOST_TEST(output_dir_problem((d / "a" / "b").string()).empty());
+  BOOST_TEST(!fs::exists(d / "a"));  // checked, not created
+  BOOST_TEST(output_dir_problem((d / "in.h5" / "x").string()).find("not a directory") != std::string::npos);
+  fs::remove_all(d);
+}
+
+// Would catch: a commit that replaces an input this process read (a reproducer named like the
+// golden file it came from) or a device file, or that leaves the temporary after refusing.
+BOOST_AUTO_TEST_CASE(commit_never_replaces_an_input) {
+  const fs::path d = scratch("commit");
+  std::ofstream(d / "input.txt") << "precious";
+  { const tqref::InputFile in((d / "input.txt").string(), "test input"); }  // registered as read
+  BOOST_CHECK_THROW(write_file_atomic((d / "input.txt").string(), "overwritten"), OutputError);
+  BOOST_TEST(slurp(d / "input.txt") == "precious");
+  BOOST_TEST(count_files(d) == 1u);
   fs::remove_all(d);
 }
 
 // Would catch: a handler that leaves registered temporaries, removes committed outputs, or exits
 // with another status than 130 (kExitInterrupted).
 BOOST_AUTO_TEST_CASE(interrupt_removes_registered_temporaries) {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXFSZ}) {
     const fs::path d = scratch("signal" + std::to_string(sig));
     const pid_t pid = fork();
     if (pid == 0) {
@@ -156,39 +190,57 @@ BOOST_AUTO_TEST_CASE(launch_fault_policy) {
 }
 
 // Would catch: an isolated library call whose crash, endless loop or oversized result reaches
-// the caller (the variable-length string reads of hdf5_util.cpp rely on it), a child that runs
-// the parent's signal handlers (Boost.Test's here: the child would carry on as a second test
-// runner), a timeout that is not enforced, or a result that is lost or mislabelled.
+// the caller (the validating pass over HDF5 inputs relies on it, io/hdf5_validate.h), a child
+// that runs the parent's signal handlers (Boost.Test's here: the child would carry on as a second
+// test runner), an idle deadline that is not enforced or that notes do not restart, a last note
+// lost when the child dies, or a result that is lost or mislabelled.
 BOOST_AUTO_TEST_CASE(isolated_call_contains_crashes_and_hangs) {
+  using tqref::IsolatedNote;
   using tqref::IsolatedResult;
   using tqref::run_isolated;
   using S = IsolatedResult::Status;
-  IsolatedResult r = run_isolated([](std::string& out) { out.assign(200000, 'x'); return true; }, 5, 1 << 20);
+  const tqref::IsolatedOptions opt{5.0, size_t(1) << 20};
+  IsolatedResult r = run_isolated([](std::string& out, const IsolatedNote&) { out.assign(200000, 'x'); return true; }, opt);
   BOOST_TEST((r.status == S::ok));
   BOOST_TEST(r.data.size() == 200000u);  // more than one pipe buffer
-  r = run_isolated([](std::string&) { return false; }, 5, 1 << 20);
+  r = run_isolated([](std::string&, const IsolatedNote&) { return false; }, opt);
   BOOST_TEST((r.status == S::refused));
-  r = run_isolated([](std::string&) { ::raise(SIGSEGV); return true; }, 5, 1 << 20);
+  r = run_isolated([](std::string&, const IsolatedNote& note) { note("first"); note("object /x"); ::raise(SIGSEGV); return true; }, opt);
   BOOST_TEST((r.status == S::failed));
   BOOST_TEST(r.signal == SIGSEGV);
+  BOOST_TEST(r.last_note == "object /x");
   BOOST_TEST(r.describe(5).find("signal 11") != std::string::npos, r.describe(5));
-  r = run_isolated([](std::string&) -> bool { std::abort(); }, 5, 1 << 20);
+  r = run_isolated([](std::string&, const IsolatedNote&) -> bool { std::abort(); }, opt);
   BOOST_TEST((r.status == S::failed));
   BOOST_TEST(r.signal == SIGABRT);
-  r = run_isolated([](std::string& out) { out.assign(5000, 'y'); return true; }, 5, 4096);
+  r = run_isolated([](std::string& out, const IsolatedNote&) { out.assign(5000, 'y'); return true; }, {5.0, 4096});
   BOOST_TEST((r.status == S::too_large));
-  const auto t0 = std::chrono::steady_clock::now();
-  r = run_isolated([](std::string&) { for (volatile int spin = 0;; spin = spin + 1) {} return true; }, 0.3, 1 << 20);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto t0 = std::chrono::steady_clock::now();
+  r = run_isolated([](std::string&, const IsolatedNote& note) { note("spinning"); for (volatile int spin = 0;; spin = spin + 1) {} return true; },
+                   {0.3, size_t(1) << 20});
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST((r.status == S::timed_out));
+  BOOST_TEST(r.last_note == "spinning");
   BOOST_TEST(waited >= 0.3);
   BOOST_TEST(waited < 2.0);
-  BOOST_TEST(r.describe(0.3).find("no result within") != std::string::npos);
+  BOOST_TEST(r.describe(0.3).find("no progress within") != std::string::npos);
+  // Notes restart the idle deadline: 1 s of work in 0.1 s steps passes a 0.5 s idle deadline.
+  t0 = std::chrono::steady_clock::now();
+  r = run_isolated([](std::string& out, const IsolatedNote& note) {
+                     for (int i = 0; i < 10; ++i) { note("step " + std::to_string(i)); ::usleep(100000); }
+                     out = "done";
+                     return true;
+                   }, {0.5, size_t(1) << 20});
+  waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST((r.status == S::ok), r.describe(0.5));
+  BOOST_TEST(r.data == "done");
+  BOOST_TEST(waited >= 0.9);
 }
 
 // Would catch: libhdf5's endless loop or memory corruption on a corrupt variable-length string
 // attribute (fuzz findings 4 and 5, docs/reliability.md) reaching tqref again: both files must be
-// refused with exit 3 naming the file and the attribute, within the 5 s read deadline plus margin.
+// refused with exit 3 naming the file and the attribute, within the 10 s idle deadline of the
+// validating pass plus margin.
 BOOST_AUTO_TEST_CASE(corrupt_vlen_string_attributes_are_refused) {
   const fs::path root = TQREF_SOURCE_DIR "/tests/fuzz/regressions/fuzz_trace_reader";
   for (const char* name : {"trace_vlen_global_heap_hang.h5", "trace_vlen_global_heap_overlap.h5"}) {
@@ -201,7 +253,8 @@ BOOST_AUTO_TEST_CASE(corrupt_vlen_string_attributes_are_refused) {
       const std::string out = slurp(d / "out.txt");
       BOOST_TEST(code == 3, out);
       BOOST_TEST(out.find(name) != std::string::npos, out);
-      BOOST_TEST(out.find("' is corrupt (libhdf5 failed reading its variable-length string") != std::string::npos, out);
+      BOOST_TEST(out.find(" attribute '") != std::string::npos, out);
+      BOOST_TEST(out.find("corrupt file: libhdf5 failed while reading this object") != std::string::npos, out);
       BOOST_TEST(secs < 30.0);
       fs::remove_all(d);
     }

@@ -93,9 +93,7 @@ static void write_h5_tables(const h5::Node& file, const std::vector<Table>& tabl
 }
 
 void write_h5(const std::string& path, const std::vector<Table>& tables) {
-  common::AtomicOutput output(path);  // removed on error or interrupt
-  write_h5_tables(h5::Node::create_file(output.temp_path()), tables);  // closed at the ';'
-  output.commit();
+  h5::write_file_atomic(path, [&](const h5::Node& root) { write_h5_tables(root, tables); });
 }
 
 }  // namespace tqref::study

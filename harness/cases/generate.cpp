@@ -9,7 +9,6 @@
 
 #include "cases/builders.h"
 #include "cases/rng.h"
-#include "io/atomic_output.h"
 
 namespace tqref::golden {
 
@@ -18,51 +17,47 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
   std::vector<size_t> mine;  // the deterministic case list of this shard
   for (size_t i = 0; i < specs.size(); ++i)
     if (i % opt.shard_count == opt.shard_index) mine.push_back(i);
-  // <out>.partial-<pid>, registered for removal on SIGINT/SIGTERM (io/atomic_output.h).
-  common::AtomicOutput output(opt.out);
-  const std::string& tmp = output.temp_path();
   Provenance prov = opt.provenance;
   prov.seed = opt.seed;
   prov.shard = std::to_string(opt.shard_index) + "/" + std::to_string(opt.shard_count);
   bool has_decode = false;
   for (size_t i : mine) has_decode |= specs[i].kind == CaseKind::decode;
   prov.ex2_profile_id = has_decode && ex2 ? ex2->id() : "";
+  // Through <out>.partial-<pid>, registered for removal on SIGINT/SIGTERM (io/atomic_output.h);
+  // a cancelled run leaves the file by an exception, which removes the temporary.
+  struct Cancelled {};
   try {
-    h5::Node root = h5::Node::create_file(tmp);
-    write_provenance(root, prov);
-    h5::Node cases = root.create_group("cases");
-    // Batches of a few specs per thread: built in parallel, written in order; memory stays
-    // bounded by one batch of cases.
-    const int threads = std::max(1, opt.threads);
-    const size_t batch = size_t(threads) * 2;
-    for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
-      if (opt.cancel && opt.cancel->load()) {
-        std::remove(tmp.c_str());
-        return false;
-      }
-      const size_t nb = std::min(batch, mine.size() - b0);
-      std::vector<std::vector<GoldenCase>> built(nb);
-      std::vector<std::exception_ptr> errors(nb);
+    h5::write_file_atomic(opt.out, [&](const h5::Node& root) {
+      write_provenance(root, prov);
+      h5::Node cases = root.create_group("cases");
+      // Batches of a few specs per thread: built in parallel, written in order; memory stays
+      // bounded by one batch of cases.
+      const int threads = std::max(1, opt.threads);
+      const size_t batch = size_t(threads) * 2;
+      for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
+        if (opt.cancel && opt.cancel->load()) throw Cancelled{};
+        const size_t nb = std::min(batch, mine.size() - b0);
+        std::vector<std::vector<GoldenCase>> built(nb);
+        std::vector<std::exception_ptr> errors(nb);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (int64_t j = 0; j < int64_t(nb); ++j) {
-        const size_t i = mine[b0 + size_t(j)];
-        try {
-          built[j] = build_cases(specs[i], i, case_seed(opt.seed, i) & 0x7FFFFFFFFFFFFFFFull, ex2);
-        } catch (...) {
-          errors[j] = std::current_exception();
+        for (int64_t j = 0; j < int64_t(nb); ++j) {
+          const size_t i = mine[b0 + size_t(j)];
+          try {
+            built[j] = build_cases(specs[i], i, case_seed(opt.seed, i) & 0x7FFFFFFFFFFFFFFFull, ex2);
+          } catch (...) {
+            errors[j] = std::current_exception();
+          }
+        }
+        for (size_t j = 0; j < nb; ++j) {
+          if (errors[j]) std::rethrow_exception(errors[j]);
+          for (const GoldenCase& c : built[j]) write_case(cases, c);
+          if (opt.progress) opt.progress(b0 + j + 1, mine.size());
         }
       }
-      for (size_t j = 0; j < nb; ++j) {
-        if (errors[j]) std::rethrow_exception(errors[j]);
-        for (const GoldenCase& c : built[j]) write_case(cases, c);
-        if (opt.progress) opt.progress(b0 + j + 1, mine.size());
-      }
-    }
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
+    });
+  } catch (const Cancelled&) {
+    return false;
   }
-  output.commit();
   return true;
 }
 

@@ -114,7 +114,7 @@ uint64_t writer_bound_strict(const GoldenCase& c, std::span<uint8_t> v_cache) {
 std::vector<int64_t> contiguous_shortcut_slots(std::span<const int64_t> slots) {
   std::vector<int64_t> out(slots.begin(), slots.end());
   const int64_t T = int64_t(slots.size());
-  if (T == 0 || slots[0] < 0 || slots[T - 1] - slots[0] != T - 1) return out;
+  if (T == 0 || slots[0] < 0 || slots[T - 1] - slots[0] != T - 1 || slots[T / 2] - slots[0] != T / 2) return out;
   for (int64_t t = 0; t < T; ++t) out[t] = slots[0] + t;
   return out;
 }

@@ -34,8 +34,9 @@ uint64_t writer_scale_rz_scales(const GoldenCase& c, std::span<uint8_t> v_cache)
 uint64_t writer_bound_strict(const GoldenCase& c, std::span<uint8_t> v_cache);
 
 // Invariance mutant 20 (writer_contiguous, docs/mutants.md): the writer takes slot_mapping[0] + t
-// for token t when slot_mapping[0] >= 0 and slot_mapping[T-1] - slot_mapping[0] == T - 1 (the
-// ends look like one contiguous run), else slot_mapping[t]. Returns the slots it writes.
+// for token t when slot_mapping[0] >= 0 and the last and the middle token (t = T-1, T/2) sit at
+// slot_mapping[0] + t (the batch looks like one contiguous run from three samples), else
+// slot_mapping[t]. Returns the slots it writes.
 std::vector<int64_t> contiguous_shortcut_slots(std::span<const int64_t> slot_mapping);
 
 // Elements in which two output buffers differ.

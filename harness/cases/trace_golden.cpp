@@ -11,10 +11,10 @@
 #include "cases/builders.h"
 #include "cases/finish_decode.h"
 #include "cases/rng.h"
-#include "io/atomic_output.h"
 #include "io/case_io.h"
 #include "io/file_bytes.h"
 #include "io/sha256.h"
+#include "io/text_escape.h"
 #include "tqref/build_info.h"
 #include "tqref/contract.h"
 #include "tqref/decode.h"
@@ -46,14 +46,20 @@ std::vector<uint16_t> pad_rows(const std::vector<uint16_t>& src, size_t rows, in
   return out;
 }
 
-std::vector<int> query_positions(const TraceGoldenOptions& opt, int T) {
+// Positions outside the sequence are dropped; a list that leaves none is refused (a decode case
+// needs at least one query).
+std::vector<int> query_positions(const TraceGoldenOptions& opt, int T, const std::string& seq) {
   std::vector<int> want(opt.query_positions);
   if (want.empty()) want.assign(std::begin(kDefaultQueries), std::end(kDefaultQueries));
   std::vector<int> q;
   for (int p : want) {
-    int pos = p < 0 ? T + p : p;  // negative: from the end
-    if (pos >= 0 && pos < T) q.push_back(pos);
+    const int64_t pos = p < 0 ? int64_t(T) + p : p;  // negative: from the end
+    if (pos >= 0 && pos < T) q.push_back(int(pos));
   }
+  if (q.empty())
+    throw std::invalid_argument("--trace-queries: no position inside sequence '" + seq + "' (num_tokens " +
+                                std::to_string(T) + "); allowed: -" + std::to_string(T) + " .. " +
+                                std::to_string(T - 1));
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
   return q;
@@ -69,7 +75,8 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
   const uint32_t HD = engine_hdim(uint32_t(D)), H = uint32_t(m.num_kv_heads), QH = uint32_t(m.num_q_heads),
                  B = opt.block_size, n = H * HD;
   const FormatTraits& ft = traits(u.format);
-  std::string name = "real_" + m.model_name + "_" + sq.name + "_layer" + std::to_string(u.layer) +
+  // Sequence names passed name_problem() in validate_trace; the model name is free text.
+  std::string name = "real_" + name_token(m.model_name) + "_" + sq.name + "_layer" + std::to_string(u.layer) +
                      "_" + ft.name + "_hdim" + std::to_string(HD) +
                      (uint32_t(D) != HD ? "_pad" + std::to_string(D) : "") + "_bs" + std::to_string(B);
   golden::Rng rng(seed);
@@ -118,7 +125,7 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
                  " slot<0 tokens, " + padding;
 
   // ---- decode: queries at chosen positions over their causal prefixes -------------------------
-  const std::vector<int> qpos = query_positions(opt, T);
+  const std::vector<int> qpos = query_positions(opt, T, sq.name);
   const uint32_t S = uint32_t(qpos.size()), MB = nblk + 1;  // one out-of-range entry at least
   const int32_t oor[4] = {-1, int32_t(NB), int32_t(NB) + 100000, INT32_MIN};
   DecodeParams p;
@@ -237,9 +244,7 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
   prov.command_line = command_line;
   prov.suite = "real";
   prov.shard = "0/1";
-  common::AtomicOutput output(out);  // removed on error or interrupt
-  {
-    h5::Node root = h5::Node::create_file(output.temp_path());
+  h5::write_file_atomic(out, [&](const h5::Node& root) {  // whole or not at all
     golden::write_provenance(root, prov);
     root.set_attr("trace_file", trace_name);
     root.set_attr("trace_sha256", sha256_hex(bytes.data(), bytes.size()));
@@ -252,8 +257,7 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
       // Marks padded cases for readers that filter them: the trace's own head_dim.
       group.set_attr("trace_head_dim", int64_t(t.meta.head_dim), c.name);
     }
-  }  // file closed before the rename
-  output.commit();
+  });
   return cases.size();
 }
 

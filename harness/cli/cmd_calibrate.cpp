@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +14,8 @@
 #include "io/atomic_output.h"
 #include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
+#include "io/hdf5_util.h"
+#include "io/input_file.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
@@ -49,18 +50,13 @@ int write_profile(const Options& o, const std::string& out, const Ex2Profile& p,
     return kExitBadInput;
   }
   const fs::path parent = fs::path(out).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
-  common::AtomicOutput output(out);  // removed on error or interrupt
-  const std::string& tmp = output.temp_path();
-  save_ex2_profile(tmp, p, prov);
-  // Read back before publishing: the file must decode to the very table that was measured.
-  Ex2Profile back = load_ex2_profile(tmp);
-  if (back.fraction_table() != p.fraction_table() || back.id() != p.id()) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s does not read back to the measured table\n",
-                 tmp.c_str());
-    return kExitInternal;
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (const std::string why = common::output_path_problem(out); !why.empty()) {
+    std::fprintf(stderr, "tqref calibrate ex2: --out %s\n", why.c_str());
+    return kExitBadInput;
   }
-  output.commit();
+  save_ex2_profile(out, p, prov);  // read back before it is renamed into place
   std::printf("wrote %s (profile %s, %llu bytes)\n", out.c_str(), p.id().c_str(),
               static_cast<unsigned long long>(fs::file_size(out)));
   return kExitOk;
@@ -76,12 +72,14 @@ int run_from_raw(const Options& o) {
                  "--driver, --cuda and --date (the measurement's provenance)\n");
     return kExitUsage;
   }
-  std::ifstream in(o.from_raw, std::ios::binary | std::ios::ate);
-  if (!in) {
-    std::fprintf(stderr, "tqref calibrate ex2: cannot open %s\n", o.from_raw.c_str());
+  std::string raw;
+  try {
+    raw = InputFile(o.from_raw, "--from-raw").read_all(4 * uint64_t(kEx2FractionEntries));
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
     return kExitBadInput;
   }
-  const uint64_t bytes = static_cast<uint64_t>(in.tellg());
+  const uint64_t bytes = raw.size();
   const uint64_t n = bytes / 4;
   if (bytes % 4 != 0 || (n != kEx2FractionEntries && n != kEx2FractionEntries - 1)) {
     std::fprintf(stderr, "tqref calibrate ex2: %s has %llu bytes; expected 4 * 2^23 (F[0..2^23-1]) "
@@ -90,12 +88,9 @@ int run_from_raw(const Options& o) {
     return kExitBadInput;
   }
   std::vector<uint32_t> f(kEx2FractionEntries, 0x3F000000u);
-  in.seekg(0);
-  std::vector<unsigned char> raw(bytes);
-  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(bytes));
+  const auto byte = [&raw](uint64_t i) { return uint32_t(static_cast<unsigned char>(raw[i])); };
   for (uint64_t k = 0; k < n; ++k)
-    f[k] = uint32_t(raw[4 * k]) | uint32_t(raw[4 * k + 1]) << 8 | uint32_t(raw[4 * k + 2]) << 16 |
-           uint32_t(raw[4 * k + 3]) << 24;
+    f[k] = byte(4 * k) | byte(4 * k + 1) << 8 | byte(4 * k + 2) << 16 | byte(4 * k + 3) << 24;
   Ex2Profile p;
   try {
     const std::string id = ex2_profile_id(o.arch, f);

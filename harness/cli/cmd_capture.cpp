@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,8 +18,11 @@
 #include "capture/transformer.h"
 #include "command.h"
 #include "options.h"
+#include "io/atomic_output.h"
 #include "generate_trace.h"
 #include "io/hdf5_util.h"
+#include "io/input_file.h"
+#include "io/text_escape.h"
 #include "io/trace_file.h"
 #include "tqref/build_info.h"
 
@@ -41,7 +44,7 @@ int validate(const std::string& path, const char* cmd) {
   Trace t = read_trace(path);
   std::printf("%s: valid %s v%d: model %s, %d layers, %d q heads, %d kv heads, head_dim %d, "
               "%zu sequence%s (T =", path.c_str(), kTraceSchema, kTraceSchemaVersion,
-              t.meta.model_name.c_str(), t.meta.num_layers, t.meta.num_q_heads,
+              tqref::printable(t.meta.model_name).c_str(), t.meta.num_layers, t.meta.num_q_heads,
               t.meta.num_kv_heads, t.meta.head_dim, t.sequences.size(),
               t.sequences.size() == 1 ? "" : "s");
   for (const auto& s : t.sequences) std::printf(" %d", s.num_tokens);
@@ -61,8 +64,7 @@ int cmd_trace_validate(const std::vector<std::string>& args) {
 
 // One prompt per non-empty line; a trailing '\r' is dropped.
 std::vector<std::string> read_prompt_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("--prompt-file " + path + ": cannot open");
+  std::istringstream in(tqref::read_text_input(path, "--prompt-file"));  // regular file, <= 1 MiB
   std::vector<std::string> prompts;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -111,9 +113,13 @@ int cmd_capture(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref capture: missing %s (see --help)\n", missing.c_str());
     return kExitUsage;
   }
+  if (const std::string why = tqref::common::output_path_problem(out, {checkpoint, tokenizer, prompt_file});
+      !why.empty()) {
+    std::fprintf(stderr, "tqref capture: --out %s\n", why.c_str());
+    return kExitUsage;
+  }
   try {
     auto t0 = std::chrono::steady_clock::now();
-    check_output_path(out, "--out");
     Checkpoint ck = load_checkpoint(checkpoint);
     Tokenizer tok = Tokenizer::load(tokenizer, ck.cfg.vocab_size);
     if (tokens < 0 || tokens > ck.cfg.seq_len)
@@ -126,7 +132,7 @@ int cmd_capture(const std::vector<std::string>& args) {
     for (size_t i = 0; i < prompts.size(); ++i) {
       size_t n = tok.encode(prompts[i], true).size();
       if (n + size_t(tokens) > size_t(ck.cfg.seq_len))
-        throw std::invalid_argument("prompt " + std::to_string(i) + " (\"" + prompts[i] + "\") has " +
+        throw std::invalid_argument("prompt " + std::to_string(i) + " (\"" + tqref::printable(prompts[i]) + "\") has " +
                                     std::to_string(n) + " tokens; + --tokens " +
                                     std::to_string(tokens) + " exceeds seq_len " +
                                     std::to_string(ck.cfg.seq_len) + " of " + checkpoint);
@@ -149,7 +155,9 @@ int cmd_capture(const std::vector<std::string>& args) {
                     {"command", join_args(args)}};
     for (size_t i = 0; i < prompts.size(); ++i) {
       CapturedSequence c = generate_greedy(ck, tok, prompts[i], tokens);
-      std::printf("[%zu] %s%s\n", i, prompts[i].c_str(), c.generated_text.c_str());
+      // The generated text comes from the tokenizer file's pieces: shown escaped.
+      std::printf("[%zu] %s%s\n", i, tqref::printable(prompts[i], true).c_str(),
+                  tqref::printable(c.generated_text, true).c_str());
       TraceSequence s;
       s.name = "seq_" + std::to_string(i);
       s.num_tokens = c.num_tokens();

@@ -2,10 +2,12 @@
 // byte of what it produced (and the guard bands around it) with the stored expectation.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include <boost/program_options.hpp>
 
@@ -36,15 +38,19 @@ using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
 
-// Whole or not at all: a temporary renamed into place (io/atomic_output.h).
-bool write_text(const std::string& path, const std::string& text) {
+// Whole or not at all: a temporary renamed into place (io/atomic_output.h). "" or why not.
+std::string write_text(const std::string& path, const std::string& text) {
   try {
     common::write_file_atomic(path, text);
-    return true;
-  } catch (const std::runtime_error&) {
-    return false;
+    return "";
+  } catch (const common::OutputError& e) {
+    return e.what();
   }
 }
+
+// --t-margin: flip candidates lie in (THRESH*(1-margin), THRESH*(1+margin)]; a wide window admits
+// so many candidates that their allowance passes real faults (docs/gpu-harness.md).
+constexpr double kMaxTMargin = 0.1;
 
 // --backend gpu options (docs/gpu-harness.md).
 struct GpuArgs {
@@ -115,12 +121,26 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
     return usage("--level " + a.level + "; allowed: exact (W/D), T or I");
   if (!a.kind_filter.empty() && a.kind_filter != "writer" && a.kind_filter != "decode")
     return usage("--kind " + a.kind_filter + "; allowed: writer, decode");
-  for (const auto& [opt, path] : {std::pair<const char*, std::string>{"report", a.report}, {"junit", a.junit}})
+  // Outputs: never an input (the golden file, the module) nor each other; directories that take a
+  // file.
+  for (const auto& [opt, path, other] : {std::tuple<const char*, std::string, std::string>{"report", a.report, a.junit},
+                                         {"junit", a.junit, a.report}})
     if (!path.empty())
-      if (const std::string why = common::output_path_problem(path); !why.empty())
+      if (const std::string why = common::output_path_problem(path, {a.file, a.ga.module, other}); !why.empty())
         return usage(std::string("--") + opt + " " + why);
-  if (!a.repro_dir.empty() && std::filesystem::exists(a.repro_dir) && !std::filesystem::is_directory(a.repro_dir))
-    return usage("--reproducer-dir " + a.repro_dir + " exists and is not a directory");
+  if (!a.repro_dir.empty())
+    if (const std::string why = common::output_dir_problem(a.repro_dir); !why.empty())
+      return usage("--reproducer-dir " + why);
+  if (!(a.topt.margin >= 0 && a.topt.margin <= kMaxTMargin)) {
+    char b[96];
+    std::snprintf(b, sizeof b, "--t-margin %g; allowed: 0 .. %g", a.topt.margin, kMaxTMargin);
+    return usage(b);
+  }
+  if (!(std::isfinite(a.ga.threshold) && a.ga.threshold > 0.0f && a.ga.threshold < 1.0f)) {
+    char b[112];
+    std::snprintf(b, sizeof b, "--threshold %g; allowed: a finite float with 0 < threshold < 1", double(a.ga.threshold));
+    return usage(b);
+  }
   if (!(a.ga.launch_timeout > 0 && a.ga.launch_timeout <= 86400)) {
     char b[96];
     std::snprintf(b, sizeof b, "--launch-timeout %g; allowed: 0 < seconds <= 86400", a.ga.launch_timeout);
@@ -221,7 +241,9 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
       ++t.failed;
       if (!printed) std::fputs(report_text(v, a.show).c_str(), stdout);
       if (!a.repro_dir.empty()) {
-        std::filesystem::create_directories(a.repro_dir);
+        std::error_code ec;
+        std::filesystem::create_directories(a.repro_dir, ec);
+        if (ec) throw common::OutputError("--reproducer-dir " + a.repro_dir + ": cannot create: " + ec.message());
         const std::string path = write_reproducer(a.repro_dir, a.file, prov, read_case(cases, name, true));
         std::printf("    reproducer: %s\n", path.c_str());
       }
@@ -253,13 +275,13 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
       : a.level == "I" ? "{\"level\":\"I\",\"summary\":" + report_json(run, t.verdicts) +
                              ",\"invariance\":" + level_i_json(t.iverdicts) + "}\n"
                        : report_json(run, t.verdicts);
-  if (!a.report.empty() && !write_text(a.report, json)) {
-    std::fprintf(stderr, "tqref check: cannot write --report %s\n", a.report.c_str());
-    return leave(kExitInternal);
-  }
-  if (!a.junit.empty() && !write_text(a.junit, report_junit(run, t.verdicts))) {
-    std::fprintf(stderr, "tqref check: cannot write --junit %s\n", a.junit.c_str());
-    return leave(kExitInternal);
+  for (const auto& [opt, path, text] : {std::tuple<const char*, std::string, std::string>{"report", a.report, json},
+                                         {"junit", a.junit, a.junit.empty() ? "" : report_junit(run, t.verdicts)}}) {
+    if (path.empty()) continue;
+    if (const std::string why = write_text(path, text); !why.empty()) {
+      std::fprintf(stderr, "tqref check: cannot write --%s: %s\n", opt, why.c_str());
+      return leave(kExitBadInput);
+    }
   }
 #if TQREF_HAVE_GPU
   if (gpu_backend && !gpu_backend->faulted_cases().empty()) {

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "generate_trace.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
+#include "io/input_file.h"
 #include "tqref/build_info.h"
 
 namespace po = boost::program_options;
@@ -85,7 +85,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref generate: --threads %d; allowed: 1 .. 1024\n", threads);
     return kExitUsage;
   }
-  if (const std::string why = common::output_path_problem(out); !why.empty()) {
+  if (const std::string why = common::output_path_problem(out, {config}); !why.empty()) {
     std::fprintf(stderr, "tqref generate: --out %s\n", why.c_str());
     return kExitUsage;
   }
@@ -93,14 +93,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   Provenance prov;
   try {
     if (!config.empty()) {
-      std::ifstream in(config);
-      if (!in) {
-        std::fprintf(stderr, "tqref generate: cannot read --config %s\n", config.c_str());
-        return kExitBadInput;
-      }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      prov.config_yaml = ss.str();
+      prov.config_yaml = read_text_input(config, "--config");  // a regular file of at most 1 MiB
       specs = config_specs(prov.config_yaml, config);
       prov.suite = "config";
     } else {

@@ -8,6 +8,7 @@
 #include "command.h"
 #include "options.h"
 #include "io/case_io.h"
+#include "io/text_escape.h"
 
 namespace po = boost::program_options;
 
@@ -67,7 +68,7 @@ void summary(const GoldenCase& c, bool detail) {
         std::printf("    seq %zu qhead %zu: L %d skipped %u m %.9g l %.9g\n", r / d.p.num_q_heads,
                     r % d.p.num_q_heads, d.seq_lens[r / d.p.num_q_heads], x.skip_count[r], x.m[r], x.l[r]);
   }
-  std::printf("  exercises: %s\n", c.exercises.c_str());
+  std::printf("  exercises: %s\n", printable(c.exercises).c_str());  // free text from the file
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {
@@ -84,10 +85,14 @@ int cmd_inspect(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   h5::Node root = h5::Node::open_file(file);
-  const Provenance p = read_provenance(root);
+  Provenance p = read_provenance(root);
+  // Free text from the file, shown escaped (names and identifiers were validated by the reader).
+  for (std::string* s : {&p.tqref_version, &p.git_commit, &p.suite, &p.shard, &p.rng, &p.command_line,
+                         &p.reproducer_of})
+    *s = printable(*s);
   h5::Node cases = root.group("cases");
   if (!only.empty() && !cases.has(only)) {
-    std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), only.c_str());
+    std::fprintf(stderr, "tqref inspect: %s has no case '%s'\n", file.c_str(), printable(only).c_str());
     return kExitBadInput;
   }
   // Every case is read and checked before anything is printed: a bad file gives one message

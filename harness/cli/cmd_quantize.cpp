@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -14,6 +13,7 @@
 
 #include "command.h"
 #include "options.h"
+#include "io/input_file.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -123,14 +123,14 @@ int cmd_quantize(const std::vector<std::string>& args) {
       return kExitUsage;
     }
   } else {
-    std::ifstream in(file);
-    if (!in) {
-      std::fprintf(stderr, "tqref quantize: --file %s: cannot open\n", file.c_str());
+    std::string text;
+    try {
+      text = read_text_input(file, "--file");  // a regular file of at most 1 MiB
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "tqref quantize: %s\n", e.what());
       return kExitBadInput;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!parse_values(ss.str(), v, err)) {
+    if (!parse_values(text, v, err)) {
       std::fprintf(stderr, "tqref quantize: --file %s: %s\n", file.c_str(), err.c_str());
       return kExitBadInput;
     }

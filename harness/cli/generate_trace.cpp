@@ -9,6 +9,7 @@
 
 #include "cases/trace_golden.h"
 #include "command.h"
+#include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
 #include "io/hdf5_util.h"
 #include "io/trace_file.h"
@@ -64,8 +65,11 @@ void add_trace_generate_options(po::options_description& desc, TraceGenerateCli&
 int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint64_t seed,
                        const std::string& ex2_arch, const std::string& command) {
   using namespace tqref::cli;
+  if (const std::string why = common::output_path_problem(out, {tc.trace}); !why.empty()) {
+    std::fprintf(stderr, "%s --out %s\n", command.c_str(), why.c_str());
+    return kExitUsage;
+  }
   try {
-    check_output_path(out, "--out");
     TraceGoldenOptions opt;
     opt.sequences = split(tc.sequences);
     opt.layers = split_ints(tc.layers, "--trace-layers");
@@ -98,7 +102,10 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
   } catch (const h5::Error& e) {  // unreadable trace datasets, unwritable --out
     std::fprintf(stderr, "%s --trace: %s\n", command.c_str(), e.what());
     return kExitBadInput;
-  } catch (const std::exception& e) {  // a model inconsistency or I/O failure: a bug or the disk
+  } catch (const common::OutputError& e) {  // disk full, destination refused at the rename
+    std::fprintf(stderr, "%s --trace: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {  // a model inconsistency: a bug
     std::fprintf(stderr, "%s --trace: internal error: %s\n", command.c_str(), e.what());
     return kExitInternal;
   }

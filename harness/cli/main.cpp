@@ -8,6 +8,8 @@
 #include "io/case_io.h"
 #include "io/ex2_profile_io.h"
 #include "io/hdf5_util.h"
+#include "io/input_file.h"
+#include "io/memory_budget.h"
 #include "tqref/contract.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
@@ -29,7 +31,9 @@ const std::vector<Command>& commands() { return registry(); }
 }  // namespace tqref::cli
 
 static void usage(FILE* to) {
-  std::fprintf(to, "usage: tqref <command> [options]   (tqref <command> --help for its options)\n\n");
+  std::fprintf(to, "usage: tqref [--max-memory SIZE] <command> [options]   (tqref <command> --help for "
+               "its options)\n  --max-memory SIZE: memory budget for what files, sweeps and options "
+               "ask for (default 8G; K, M, G, T suffixes)\n\n");
   for (const auto& c : tqref::cli::commands()) std::fprintf(to, "  %-12s %s\n", c.name, c.summary);
 }
 
@@ -48,6 +52,10 @@ static int exit_code_of_current_exception(const char* command) {
     return fail(e, kExitBadInput);
   } catch (const h5::Error& e) {  // an unreadable or malformed HDF5 file, an unwritable output
     return fail(e, kExitBadInput);
+  } catch (const InputError& e) {  // an input outside the untrusted-file policy (io/input_file.h)
+    return fail(e, kExitBadInput);
+  } catch (const common::OutputError& e) {  // an output that cannot be written (disk full, ...)
+    return fail(e, kExitBadInput);
   } catch (const Ex2ProfileError& e) {  // no EX2 profile for the architecture, or a bad one
     return fail(e, kExitBadInput);
   } catch (const ContractError& e) {  // parameters the contract refuses
@@ -63,22 +71,54 @@ static int exit_code_of_current_exception(const char* command) {
   }
 }
 
+// --max-memory SIZE (or --max-memory=SIZE), before or after the command name: the memory budget
+// of every command (io/memory_budget.h), taken out of the arguments. Returns false after printing
+// the problem.
+static bool take_max_memory(std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--max-memory" && i + 1 < args.size()) {
+      value = args[i + 1];
+      args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+    } else if (args[i].rfind("--max-memory=", 0) == 0) {
+      value = args[i].substr(13);
+      args.erase(args.begin() + long(i));
+    } else if (args[i] == "--max-memory") {
+      std::fprintf(stderr, "tqref: --max-memory needs a SIZE\n");
+      return false;
+    } else {
+      continue;
+    }
+    uint64_t bytes = 0;
+    if (!tqref::parse_byte_size(value, &bytes) || bytes < (uint64_t(1) << 20)) {
+      std::fprintf(stderr, "tqref: --max-memory %s; allowed: 1M .. 2^64-1 bytes (suffixes K, M, G, T)\n",
+                   value.c_str());
+      return false;
+    }
+    tqref::set_memory_budget(bytes);
+    --i;
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   using namespace tqref::cli;
   // SIGINT/SIGTERM/SIGHUP: registered temporaries are removed, exit kExitInterrupted.
   tqref::common::install_interrupt_cleanup();
-  if (argc < 2) {
+  std::vector<std::string> all(argv + 1, argv + argc);
+  if (!take_max_memory(all)) return kExitUsage;
+  if (all.empty()) {
     usage(stderr);
     return kExitUsage;
   }
-  std::string name = argv[1];
+  const std::string name = all[0];
   if (name == "--help" || name == "-h" || name == "help") {
     usage(stdout);
     return kExitOk;
   }
   for (const auto& c : commands()) {
     if (name != c.name) continue;
-    std::vector<std::string> args(argv + 2, argv + argc);
+    const std::vector<std::string> args(all.begin() + 1, all.end());
     try {
       return c.run(args);
     } catch (const std::exception&) {

@@ -4,8 +4,9 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+
+#include "io/file_bytes.h"
+#include "io/text_escape.h"
 
 namespace fs = std::filesystem;
 
@@ -117,7 +118,8 @@ bool read_elf(const uint8_t* p, size_t n, ModuleInspection* m, std::string* prob
       if ((info & 0xF) != 2 /* STT_FUNC */ || (info >> 4) != 1 /* STB_GLOBAL */) continue;
       if (name >= str_size) continue;
       const char* c = reinterpret_cast<const char*>(p + str_off + name);
-      m->entries.insert(std::string(c, strnlen(c, str_size - name)));
+      // Symbol names come from the module's bytes: escaped before they reach a report.
+      m->entries.insert(printable(std::string_view(c, strnlen(c, str_size - name))));
     }
   }
   return true;
@@ -260,14 +262,13 @@ ModuleInspection inspect_module_bytes(const std::vector<uint8_t>& bytes, ModuleK
 }
 
 ModuleInspection inspect_module_file(const ModuleFile& f) {
-  std::ifstream in(f.path, std::ios::binary);
-  if (!in) {
+  try {
+    return inspect_module_bytes(read_file_bytes(f.path, "module"), f.kind);
+  } catch (const std::invalid_argument& e) {  // not a regular file, too large, unreadable
     ModuleInspection m;
-    m.problem = "cannot open " + f.path;
+    m.problem = e.what();
     return m;
   }
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return inspect_module_bytes(bytes, f.kind);
 }
 
 bool image_may_load(const ImageTarget& t, uint32_t device_sm) {

@@ -2,10 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "io/exit_code.h"
+#include "io/file_bytes.h"
 #include "io/sha256.h"
 
 namespace tqref::conform {
@@ -16,12 +15,17 @@ ModuleResult new_module_result(const ModuleFile& f, size_t index) {
   char tag[16];
   std::snprintf(tag, sizeof tag, "m%02zu-", index);
   m.tag = tag + std::filesystem::path(f.path).filename().string();
-  std::ifstream in(f.path, std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  std::string problem;
+  try {
+    bytes = read_file_bytes(f.path, "module");
+  } catch (const std::invalid_argument& e) {  // not a regular file, too large, unreadable
+    problem = e.what();
+  }
   m.bytes = bytes.size();
   m.sha256 = trace::sha256_hex(bytes.data(), bytes.size());
   m.inspection = inspect_module_bytes(bytes, f.kind);
-  if (!in.good() && !in.eof()) m.inspection.problem = "cannot read " + f.path;
+  if (!problem.empty()) m.inspection.problem = problem;
   return m;
 }
 

@@ -1,11 +1,14 @@
 #include "io/case_io.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
-#include "io/atomic_output.h"
 #include "io/case_checks.h"
+#include "io/ex2_profile_io.h"
+#include "io/memory_budget.h"
+#include "io/text_escape.h"
 #include "tqref/numeric.h"
 
 namespace tqref::golden {
@@ -37,14 +40,74 @@ uint64_t attr_u64(const h5::Node& n, const char* name) {
   if (v < 0) throw BadCase(n.where() + ": attribute " + name + " = " + std::to_string(v) + "; allowed: >= 0");
   return uint64_t(v);
 }
+uint64_t attr_seed(const h5::Node& n) {
+  const int64_t v = n.attr_int("seed");
+  if (v < 0) throw BadCase(n.where() + ": attribute seed = " + std::to_string(v) + "; allowed: 0 .. 2^63-1");
+  return uint64_t(v);
+}
 // A float parameter is stored twice: as a readable double and as its exact binary32 bits; the
-// bits are authoritative.
+// bits are authoritative and must be a 32-bit pattern, and both must agree (an edit of one alone
+// would otherwise go unnoticed).
 void push_float_attr(std::vector<CaseAttr>& a, const std::string& name, float v) {
   a.push_back({name, double(v)});
   a.push_back({name + "_bits", int64_t(f32_bits(v))});
 }
 float get_float_attr(const h5::Node& n, const std::string& name) {
-  return f32_from_bits(uint32_t(n.attr_int(name + "_bits")));
+  const int64_t bits = n.attr_int(name + "_bits");
+  if (bits < 0 || bits > int64_t(UINT32_MAX))
+    throw BadCase(n.where() + ": attribute " + name + "_bits = " + std::to_string(bits) +
+                  "; allowed: 0 .. 2^32-1 (a binary32 bit pattern)");
+  const float f = f32_from_bits(uint32_t(bits));
+  const double shown = n.attr_double(name);
+  if (!(double(f) == shown) && !(std::isnan(f) && std::isnan(shown)))
+    throw BadCase(n.where() + ": attributes " + name + " = " + std::to_string(shown) + " and " + name +
+                  "_bits = " + std::to_string(bits) + " (" + std::to_string(f) + ") disagree");
+  return f;
+}
+// The float parameters' documented ranges (docs/golden-schema.md): a softmax scale is a finite
+// positive number; THRESH a finite float in (0, 1), as in a sweep file.
+void check_inv_sqrt_d(const h5::Node& n, float v) {
+  if (!std::isfinite(v) || !(v > 0.0f))
+    throw BadCase(n.where() + ": attribute inv_sqrt_d = " + std::to_string(v) + "; allowed: a finite float > 0");
+}
+void check_threshold(const std::string& where, const char* name, double v) {
+  if (!std::isfinite(v) || !(v > 0.0) || !(v < 1.0))
+    throw BadCase(where + ": attribute " + name + " = " + std::to_string(v) + "; allowed: a finite float with 0 < " +
+                  name + " < 1");
+}
+// A name from the file that tqref uses as an identifier or in a path (case names, linked_case,
+// distribution).
+void check_name(const std::string& where, const char* what, const std::string& v) {
+  if (const std::string why = name_problem(v); !why.empty()) throw BadCase(where + ": " + what + " " + why);
+}
+
+// Memory to read a case and run it on a backend, from its parameters alone (checked before any
+// dataset is read): every dataset, the K pool a second time (read as bf16, then converted to
+// bytes), and the backend's own copies of what it writes (writer: both pools; decoder: the output
+// and its fp32 diagnostics). The skip mask's length is known only after seq_lens is read; its
+// dataset is checked against the budget when it is read.
+uint64_t writer_bytes(const WriterCase& w) {
+  const uint64_t T = w.num_tokens, k_pool = mul_sat(mul_sat(mul_sat(w.num_blocks, w.p.block_size),
+                                                            mul_sat(w.p.num_kv_heads, w.p.head_dim)), 2),
+                 v_pool = mul_sat(w.num_blocks, w.p.v_block_stride_bytes);
+  const uint64_t inputs = add_sat(mul_sat(mul_sat(T, add_sat(w.p.key_stride, w.p.value_stride)), 2), mul_sat(T, 8));
+  return add_sat(inputs, add_sat(mul_sat(k_pool, 4), mul_sat(v_pool, 3)));
+}
+uint64_t decode_bytes(const DecodeCase& d, bool with_diag) {
+  const DecodeParams& p = d.p;
+  const uint64_t S = p.num_seqs, rows = mul_sat(S, p.num_q_heads), out = mul_sat(mul_sat(rows, p.head_dim), 2);
+  const uint64_t k_pool = mul_sat(mul_sat(mul_sat(d.num_blocks, p.block_size), mul_sat(p.num_kv_heads, p.head_dim)), 2),
+                 v_pool = mul_sat(d.num_blocks, p.v_block_stride_bytes);
+  const uint64_t inputs = add_sat(mul_sat(mul_sat(S, p.q_stride), 2), mul_sat(mul_sat(S, add_sat(p.max_blocks_per_seq, 1)), 4));
+  const uint64_t diag = add_sat(mul_sat(rows, 24), with_diag ? mul_sat(mul_sat(rows, p.head_dim), 20) : 0);
+  const uint64_t backend = add_sat(out, mul_sat(mul_sat(rows, p.head_dim), 4));
+  return add_sat(add_sat(inputs, mul_sat(k_pool, 2)), add_sat(add_sat(v_pool, mul_sat(out, 2)), add_sat(diag, backend)));
+}
+void check_budget(const h5::Node& g, uint64_t bytes, uint64_t num_blocks) {
+  if (const std::string why = over_budget(bytes, "the case (num_blocks = " + std::to_string(num_blocks) +
+                                                     ", read and run)");
+      !why.empty())
+    throw BadCase(g.where() + ": " + why);
 }
 
 template <class T>
@@ -188,6 +251,7 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   // computed from them.
   if (const std::string why = common::check_writer_params(f, w); !why.empty())
     throw BadCase(g.where() + ": " + why);
+  check_budget(g, writer_bytes(w), w.num_blocks);
   const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim,
                  NB = w.num_blocks;
   h5::Node in = g.group("inputs"), init = g.group("initial"), ex = g.group("expected");
@@ -211,6 +275,7 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   p.head_dim = attr_u32(g, "head_dim", 0, kMaxDim);
   p.block_size = attr_u32(g, "block_size", 0, kMaxDim);
   p.inv_sqrt_d = get_float_attr(g, "inv_sqrt_d");
+  check_inv_sqrt_d(g, p.inv_sqrt_d);
   p.q_stride = attr_u32(g, "q_stride", 0, UINT32_MAX);
   p.v_block_stride_bytes = attr_u64(g, "v_block_stride_bytes");
   p.v_data_section_bytes = attr_u64(g, "v_data_section_bytes");
@@ -221,6 +286,7 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   // computed from them.
   if (const std::string why = common::check_decode_params(f, d); !why.empty())
     throw BadCase(g.where() + ": " + why);
+  check_budget(g, decode_bytes(d, with_diag), d.num_blocks);
   const uint64_t S = p.num_seqs, QH = p.num_q_heads, B = p.block_size, H = p.num_kv_heads,
                  D = p.head_dim, NB = d.num_blocks;
   h5::Node in = g.group("inputs"), init = g.group("initial"), ex = g.group("expected");
@@ -287,10 +353,15 @@ Provenance read_provenance(const h5::Node& r) {
                   "; this tqref reads schema version " + std::to_string(kSchemaVersion));
   p.tqref_version = r.attr_string("tqref_version");
   p.git_commit = r.attr_string("git_commit");
-  p.seed = uint64_t(r.attr_int("seed"));
+  p.seed = attr_seed(r);
   p.rng = r.attr_string("rng");
-  p.threshold = r.attr_double("threshold");
+  p.threshold = get_float_attr(r, "threshold");
+  check_threshold(r.where(), "threshold", p.threshold);
   p.ex2_profile_id = r.attr_string("ex2_profile_id");
+  // Becomes part of a path (data/hw/<arch>/ex2.h5): a strict pattern before any use.
+  if (!p.ex2_profile_id.empty())
+    if (const std::string why = ex2_profile_id_problem(p.ex2_profile_id); !why.empty())
+      throw BadCase(r.where() + ": attribute ex2_profile_id = " + why);
   p.command_line = r.attr_string("command_line");
   p.suite = r.attr_string("suite");
   p.shard = r.attr_string("shard");
@@ -332,25 +403,30 @@ void write_case(const h5::Node& cases, const GoldenCase& c) {
 }
 
 GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_diagnostics) {
+  // Names a reproducer file (write_reproducer) and reaches terminals and reports.
+  check_name(cases.where(), "case name", name);
   h5::Node g = cases.group(name);
   GoldenCase c;
   c.name = name;
   const std::string kind = g.attr_string("kind");
   if (kind == "writer") c.kind = CaseKind::writer;
   else if (kind == "decode") c.kind = CaseKind::decode;
-  else throw BadCase(g.where() + ": attribute kind = '" + kind + "'; allowed: writer, decode");
+  else throw BadCase(g.where() + ": attribute kind = '" + printable(kind) + "'; allowed: writer, decode");
   const std::string fmt = g.attr_string("format");
   if (!parse_format(fmt, &c.format))
-    throw BadCase(g.where() + ": attribute format = '" + fmt + "'; allowed: turbo2v, turbo3v, turbo4v");
+    throw BadCase(g.where() + ": attribute format = '" + printable(fmt) + "'; allowed: turbo2v, turbo3v, turbo4v");
   const std::string kernel = g.attr_string("kernel");
   if (kernel != kernel_name(c.kind, c.format))
-    throw BadCase(g.where() + ": attribute kernel = '" + kernel + "' does not match kind " + kind +
+    throw BadCase(g.where() + ": attribute kernel = '" + printable(kernel) + "' does not match kind " + kind +
                   " and format " + fmt + " (expected '" + kernel_name(c.kind, c.format) + "')");
   c.threshold = get_float_attr(g, "threshold");
-  c.seed = uint64_t(g.attr_int("seed"));
+  check_threshold(g.where(), "threshold", c.threshold);
+  c.seed = attr_seed(g);
   c.distribution = g.attr_string("distribution");
+  check_name(g.where(), "attribute distribution =", c.distribution);
   c.exercises = g.attr_string("exercises");
   c.linked_case = g.attr_string("linked_case");
+  if (!c.linked_case.empty()) check_name(g.where(), "attribute linked_case =", c.linked_case);
   if (c.kind == CaseKind::writer) {
     c.w = read_writer(g, c.format);
   } else {
@@ -364,16 +440,14 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
 
 std::string write_reproducer(const std::string& dir, const std::string& source,
                              const Provenance& prov, const GoldenCase& c) {
+  // The case name passed name_problem() when the case was read: no separator, no "..".
   const std::string path = (dir.empty() ? std::string(".") : dir) + "/" + c.name + ".h5";
-  common::AtomicOutput output(path);  // removed on error or interrupt
   Provenance p = prov;
   p.reproducer_of = source;
-  {
-    h5::Node root = h5::Node::create_file(output.temp_path());
+  h5::write_file_atomic(path, [&](const h5::Node& root) {
     write_provenance(root, p);
     write_case(root.create_group("cases"), c);
-  }
-  output.commit();
+  });
   return path;
 }
 

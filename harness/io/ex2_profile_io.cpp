@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 
 #include "io/data_dir.h"
 #include "io/hdf5_util.h"
+#include "io/text_escape.h"
 
 namespace tqref {
 
@@ -41,6 +44,24 @@ std::string read_attr(const h5::Node& f, const char* name) {
 }
 
 }  // namespace
+
+std::string arch_problem(const std::string& arch) {
+  size_t digits = 0;
+  while (3 + digits < arch.size() && std::isdigit(static_cast<unsigned char>(arch[3 + digits]))) ++digits;
+  const size_t rest = arch.size() - std::min(arch.size(), 3 + digits);
+  const bool ok = arch.rfind("sm_", 0) == 0 && digits >= 2 && digits <= 4 &&
+                  (rest == 0 || (rest == 1 && std::islower(static_cast<unsigned char>(arch.back()))));
+  if (ok) return "";
+  return "'" + printable(arch) + "'; allowed: sm_ then 2 to 4 digits and an optional lower-case letter (sm_90, sm_121)";
+}
+
+std::string ex2_profile_id_problem(const std::string& id) {
+  const size_t dash = id.find("-ex2-v1-");
+  bool ok = dash != std::string::npos && arch_problem(id.substr(0, dash)).empty() && id.size() == dash + 8 + 12;
+  for (size_t i = dash + 8; ok && i < id.size(); ++i) ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+  if (ok) return "";
+  return "'" + printable(id) + "'; allowed: <arch>-ex2-v1-<12 hex digits> (e.g. sm_90-ex2-v1-b16c2a8bd78f)";
+}
 
 std::vector<uint32_t> ex2_reference_table() {
   double c[24];
@@ -96,23 +117,29 @@ void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Pro
                             " ulp from the reference; the int8 delta encoding allows [-128, 127]");
     delta[k] = static_cast<int8_t>(d);
   }
-  h5::Node file = h5::Node::create_file(path);
-  file.set_attr("format", std::string(kFormat));
-  file.set_attr("format_version", kFormatVersion);
-  file.set_attr("profile_id", p.id());
-  file.set_attr("arch", p.arch());
-  file.set_attr("structure", std::string(kEx2Structure));
-  file.set_attr("structure_rules", std::string(kStructureRules));
-  file.set_attr("reference", std::string(kReferenceText));
-  file.set_attr("table_fnv1a64", ex2_table_hash(f));
-  file.set_attr("device_name", prov.device_name);
-  file.set_attr("driver_version", prov.driver_version);
-  file.set_attr("cuda_version", prov.cuda_version);
-  file.set_attr("measured_date", prov.measured_date);
-  file.set_attr("measured_by", prov.measured_by);
-  file.set_attr("regenerate_command", prov.regenerate_command);
-  file.write(kDeltaDataset, delta, {f.size()},
-             "F_bits[k] = reference_bits(k) + delta[k], k in [0, 2^23]; F[k] = EX2(-k * 2^-23)");
+  h5::write_file_atomic(path, [&](const h5::Node& file) {
+    file.set_attr("format", std::string(kFormat));
+    file.set_attr("format_version", kFormatVersion);
+    file.set_attr("profile_id", p.id());
+    file.set_attr("arch", p.arch());
+    file.set_attr("structure", std::string(kEx2Structure));
+    file.set_attr("structure_rules", std::string(kStructureRules));
+    file.set_attr("reference", std::string(kReferenceText));
+    file.set_attr("table_fnv1a64", ex2_table_hash(f));
+    file.set_attr("device_name", prov.device_name);
+    file.set_attr("driver_version", prov.driver_version);
+    file.set_attr("cuda_version", prov.cuda_version);
+    file.set_attr("measured_date", prov.measured_date);
+    file.set_attr("measured_by", prov.measured_by);
+    file.set_attr("regenerate_command", prov.regenerate_command);
+    file.write(kDeltaDataset, delta, {f.size()},
+               "F_bits[k] = reference_bits(k) + delta[k], k in [0, 2^23]; F[k] = EX2(-k * 2^-23)");
+  }, [&](const std::string& temp) {
+    // Read back before publishing: the file must decode to the very table that was measured.
+    const Ex2Profile back = load_ex2_profile(temp);
+    if (back.fraction_table() != f || back.id() != p.id())
+      throw Ex2ProfileError(path + ": the written profile does not read back to the measured table");
+  });
 }
 
 Ex2Provenance read_ex2_provenance(const std::string& path) {
@@ -135,6 +162,8 @@ Ex2Profile load_ex2_profile(const std::string& path) {
       throw Ex2ProfileError(f.where() + ": structure '" + structure + "' is not the one this model "
                             "implements ('" + kEx2Structure + "')");
     const std::string arch = read_attr(f, "arch"), id = read_attr(f, "profile_id");
+    if (const std::string why = arch_problem(arch); !why.empty())
+      throw Ex2ProfileError(f.where() + ": attribute 'arch' = " + why);
     std::vector<uint64_t> shape{kEx2FractionEntries};
     std::vector<int8_t> delta;
     try {
@@ -161,6 +190,7 @@ Ex2Profile load_ex2_profile(const std::string& path) {
 }
 
 std::string find_ex2_profile(const std::string& arch) {
+  if (const std::string why = arch_problem(arch); !why.empty()) throw Ex2ProfileError("EX2 profile arch " + why);
   const std::vector<std::string> tried = data_file_candidates("hw/" + arch + "/ex2.h5");
   for (const auto& p : tried)
     if (file_exists(p)) return p;

@@ -46,10 +46,19 @@ std::string ex2_table_hash(const std::vector<uint32_t>& frac_bits);
 // "<arch>-ex2-v1-<first 12 hex digits of the hash>"
 std::string ex2_profile_id(const std::string& arch, const std::vector<uint32_t>& frac_bits);
 
+// "" when `arch` names a GPU architecture the way profiles do ("sm_" then 2 to 4 digits and an
+// optional lower-case letter: sm_90, sm_121, sm_90a); else why not. Checked before an arch from
+// a file or an option becomes part of a path (data/hw/<arch>/ex2.h5).
+std::string arch_problem(const std::string& arch);
+// "" when `id` is "<arch>-ex2-v1-<12 lower-case hex digits>" with a valid arch; else why not.
+std::string ex2_profile_id_problem(const std::string& id);
+
 Ex2Profile load_ex2_profile(const std::string& path);
 // Searches $TQREF_DATA_DIR/hw/<arch>/ex2.h5, then <source tree>/data/hw/<arch>/ex2.h5.
 std::string find_ex2_profile(const std::string& arch);
 Ex2Profile load_ex2_profile_for_arch(const std::string& arch);
+// Writes the profile whole or not at all (h5::write_file_atomic): it is read back and compared
+// with `p` before it is renamed into place.
 void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Provenance& prov);
 Ex2Provenance read_ex2_provenance(const std::string& path);
 

@@ -1,31 +1,47 @@
 #include "io/hdf5_util.h"
 
+#include <H5PLpublic.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <type_traits>
 
-#include "io/isolated_call.h"
-
-// Variable-length strings are read in a child process that uses the parent's open file
-// (isolated_call.h). HDF5's default sec2 driver then reads with pread, which leaves the file
-// offset shared with the parent alone; without pread the child's lseek would move it under the
-// parent's cached position.
-#ifndef H5_HAVE_PREADWRITE
-#error "libhdf5 without pread (H5_HAVE_PREADWRITE): the isolated variable-length string read is unsafe"
-#endif
+#include "io/atomic_output.h"
+#include "io/hdf5_validate.h"
+#include "io/input_file.h"
+#include "io/memory_budget.h"
+#include "io/text_escape.h"
 
 namespace tqref::h5 {
 
 namespace {
 
-// Deadline and size limit of one variable-length string read in the child: a valid attribute
-// takes microseconds; libhdf5 looping on a corrupt global heap never ends (finding 4).
-constexpr double kVlenReadTimeoutS = 5.0;
-constexpr size_t kMaxStringBytes = size_t(1) << 24;
+// API calls that failed, counted by the error handler below: write_file_atomic compares the
+// count before and after writing a file, because libhdf5 reports some write failures only from
+// calls whose result RAII destructors drop (a dataset's close flushing its last chunk).
+std::atomic<uint64_t> g_failed_calls{0};
 
-// HDF5 prints its own error stack by default; we turn errors into exceptions instead.
-struct SilenceHdf5 {
-  SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-} silence_hdf5;
+herr_t count_failure(hid_t, void*) {
+  g_failed_calls.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+// HDF5 prints its own error stack by default; we turn errors into exceptions instead. Filter
+// plugins are never loaded: tqref reads only the built-in filters it writes (hdf5_validate.h),
+// and a plugin path from the environment (HDF5_PLUGIN_PATH) must not run code from a file. No
+// library shutdown at exit (H5dont_atexit, before any other call): after a failed write (a full
+// disk) libhdf5 1.10.8 keeps the file whose close failed and crashes closing it again in its exit
+// handler (H5F__close_cb); every file tqref writes is closed before its rename, and read-only
+// files need no flush.
+struct Hdf5Setup {
+  Hdf5Setup() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, count_failure, nullptr);
+    H5PLset_loading_state(0);
+  }
+} hdf5_setup;
 
 // File-side type: little-endian, fixed, so files are the same on every host.
 template <class T>
@@ -54,7 +70,6 @@ const char* type_name() {
   else if constexpr (std::is_same_v<T, double>) return "float64";
 }
 
-constexpr uint64_t kChunkMinBytes = 64 * 1024;
 constexpr uint64_t kChunkTargetBytes = 1 << 20;
 
 std::string shape_str(const std::vector<uint64_t>& s) {
@@ -79,10 +94,21 @@ Handle::~Handle() {
   if (id_ >= 0 && close_) close_(id_);
 }
 
+std::string dataset_size_problem(const std::vector<uint64_t>& dims, size_t elem, uint64_t stored) {
+  uint64_t bytes = elem;
+  for (uint64_t d : dims)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      return "shape " + shape_str(dims) + " overflows 64 bits";
+  if (std::string why = over_budget(bytes, "shape " + shape_str(dims)); !why.empty()) return why;
+  if (bytes > stored * 2048 + (1u << 20))
+    return "shape " + shape_str(dims) + " needs " + std::to_string(bytes) + " bytes but the file stores " +
+           std::to_string(stored) + "; allowed: at most 2048:1 compression (corrupt or truncated dataset)";
+  return "";
+}
+
 std::string Node::where(const std::string& obj) const {
-  std::string p = path_ == "/" ? "/" + obj : (obj.empty() ? path_ : path_ + "/" + obj);
-  if (obj.empty()) p = path_;
-  return file_ + ":" + p;
+  const std::string p = obj.empty() ? path_ : path_ == "/" ? "/" + obj : path_ + "/" + obj;
+  return printable(file_) + ":" + printable(p);
 }
 
 Node Node::create_file(const std::string& path) {
@@ -90,33 +116,51 @@ Node Node::create_file(const std::string& path) {
   // Creation order tracked so readers list cases in the order written.
   H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   H5Pset_obj_track_times(fcpl.get(), 0);  // root group without timestamps: reproducible bytes
+  // The 1.10 format: the chunk indexes (single chunk, fixed array) carry checksums like every
+  // other metadata structure, so one changed byte anywhere in a file tqref wrote is either
+  // unused or refused (docs/reliability.md). Readers need HDF5 1.10 or later.
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
+  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110);
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
-  if (f < 0) throw Error(path + ": cannot create HDF5 file");
-  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
+  if (f < 0) throw Error(printable(path) + ": cannot create HDF5 file");
+  return Node(path, "/", Handle(f, H5Fclose));
 }
 
 Node Node::open_file(const std::string& path) {
-  htri_t is = H5Fis_hdf5(path.c_str());
-  if (is <= 0) throw Error(path + ": not a readable HDF5 file (missing, truncated or corrupt)");
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open HDF5 file (truncated or corrupt metadata)");
-  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
+  if (::access(path.c_str(), R_OK) != 0)
+    throw Error(printable(path) + ": not a readable HDF5 file (" + std::strerror(errno) + ")");
+  try {
+    // Descriptor checks first: a FIFO, a device or a directory never reaches libhdf5.
+    const InputFile in(path, "HDF5 file");
+    if (H5Fis_hdf5(path.c_str()) <= 0)
+      throw Error(printable(path) + ": not a readable HDF5 file (missing, truncated or corrupt)");
+    validate_file(path);
+    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!f) throw Error(printable(path) + ": cannot open HDF5 file (truncated or corrupt metadata)");
+    // The file libhdf5 opened is the one checked above (not replaced in between).
+    void* handle = nullptr;
+    FileIdentity opened;
+    if (H5Fget_vfd_handle(f.get(), H5P_DEFAULT, &handle) < 0 || !identity_of_fd(*static_cast<int*>(handle), &opened) ||
+        !(opened == in.identity()))
+      throw Error(printable(path) + ": the file changed while it was being opened");
+    return Node(path, "/", std::move(f));
+  } catch (const InputError& e) {
+    throw Error(e.what());
+  }
 }
 
 Node Node::open_file_rw(const std::string& path) {
-  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not a readable HDF5 file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(printable(path) + ": not a readable HDF5 file");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open HDF5 file for writing");
-  return Node(path, "/", Handle(f, H5Fclose), std::make_shared<FileState>());
+  if (f < 0) throw Error(printable(path) + ": cannot open HDF5 file for writing");
+  return Node(path, "/", Handle(f, H5Fclose));
 }
 
 Node Node::group(const std::string& name) const {
   if (!has(name)) throw Error(where(name) + ": group missing");
   hid_t g = H5Gopen2(id(), name.c_str(), H5P_DEFAULT);
   if (g < 0) throw Error(where(name) + ": cannot open group");
-  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose), state_);
+  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose));
 }
 
 Node Node::create_group(const std::string& name) const {
@@ -125,7 +169,7 @@ Node Node::create_group(const std::string& name) const {
   H5Pset_obj_track_times(gcpl.get(), 0);  // no timestamps: equal contents give equal bytes
   hid_t g = H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT);
   if (g < 0) throw Error(where(name) + ": cannot create group");
-  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose), state_);
+  return Node(file_, path_ == "/" ? "/" + name : path_ + "/" + name, Handle(g, H5Gclose));
 }
 
 bool Node::has(const std::string& name) const {
@@ -164,8 +208,8 @@ void Node::write_span(const std::string& name, const T* data, uint64_t n,
   Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_obj_track_times(dcpl.get(), 0);
-  if (count * sizeof(T) >= kChunkMinBytes && !dims.empty()) {
-    // Chunk along the first axis, about 1 MiB per chunk.
+  if (count > 0 && !dims.empty()) {
+    // Chunk along the first axis, about 1 MiB per chunk (one chunk for the small datasets).
     std::vector<hsize_t> chunk(dims);
     uint64_t row = count / dims[0] * sizeof(T);
     chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], kChunkTargetBytes / std::max<uint64_t>(row, 1)));
@@ -181,6 +225,8 @@ void Node::write_span(const std::string& name, const T* data, uint64_t n,
   if (count > 0 &&
       H5Dwrite(ds.get(), mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
     throw Error(where(name) + ": write failed");
+  // The close flushes the chunks: on a full disk this is the call that fails.
+  if (H5Dclose(ds.release()) < 0) throw Error(where(name) + ": write failed (disk full or file-size limit?)");
   if (!encoding.empty()) set_attr("encoding", encoding, name);
 }
 
@@ -208,18 +254,11 @@ std::vector<T> Node::read(const std::string& name, std::vector<uint64_t>* shape_
   if (!ok) throw Error(where(name) + ": wrong dtype; expected " + type_name<T>());
   if (shape_out && !shape_out->empty() && *shape_out != dims)
     throw Error(where(name) + ": shape " + shape_str(dims) + "; expected " + shape_str(*shape_out));
-  // A corrupt or hostile file can declare any extent: refuse element counts that overflow, and
-  // sizes no stored data could decompress to (deflate expands at most ~1032:1; a dataset with
-  // unallocated storage reads as fill values), before allocating anything.
+  // A corrupt or hostile file can declare any extent: checked before anything is allocated.
+  if (const std::string why = dataset_size_problem(dims, sizeof(T), H5Dget_storage_size(ds.get())); !why.empty())
+    throw Error(where(name) + ": " + why);
   uint64_t count = 1;
-  for (auto d : dims)
-    if (__builtin_mul_overflow(count, d, &count) || count > (uint64_t(1) << 40) / sizeof(T))
-      throw Error(where(name) + ": shape " + shape_str(dims) + " too large; allowed: < 2^40 bytes");
-  const uint64_t stored = H5Dget_storage_size(ds.get());
-  if (count * sizeof(T) > stored * 2048 + (1u << 20))
-    throw Error(where(name) + ": shape " + shape_str(dims) + " needs " + std::to_string(count * sizeof(T)) +
-                " bytes but the file stores " + std::to_string(stored) + "; allowed: at most 2048:1 "
-                "compression (corrupt or truncated dataset)");
+  for (auto d : dims) count *= d;
   std::vector<T> out(count);
   if (count > 0 &&
       H5Dread(ds.get(), mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
@@ -284,40 +323,49 @@ void require_one_element(const Node& n, const std::string& obj, const std::strin
                 " elements; expected a single value");
 }
 
-// One variable-length string, read in a child process (isolated_call.h): libhdf5 1.10 follows
-// the global heap's stored lengths without checking them, so a corrupt file can make H5Aread loop
-// forever or copy with a wild length (docs/reliability.md, findings 4 and 5). The parent never
-// reads the attribute itself.
+// One variable-length string (h5py's default). libhdf5 1.10 follows the global heap's stored
+// lengths without checking them (fuzz findings 4 and 5); the validating pass has read every such
+// attribute of this file in a child process (hdf5_validate.h), so this read cannot loop or crash.
 std::string read_vlen_string(const Node& n, const std::string& obj, const std::string& name, hid_t a,
-                             H5T_cset_t cset, FileState& file) {
-  if (!file.vlen_failure.empty())
-    throw Error(n.where(obj) + ": attribute '" + name + "' not read: libhdf5 already failed on a "
-                "variable-length string of this file (" + file.vlen_failure + ")");
-  const IsolatedResult r = run_isolated(
-      [a, cset](std::string& out) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        // Same character set as the file (h5py writes UTF-8): HDF5 does not convert ASCII <-> UTF-8.
-        H5Tset_cset(mt, cset);
-        char* s = nullptr;
-        if (mt < 0 || H5Aread(a, mt, &s) < 0) return false;
-        if (s) out.assign(s, ::strnlen(s, kMaxStringBytes + 1));
-        return true;  // nothing freed or closed: the child leaves with _exit
-      },
-      kVlenReadTimeoutS, kMaxStringBytes);
-  switch (r.status) {
-    case IsolatedResult::Status::ok:
-      return r.data;
-    case IsolatedResult::Status::refused:
-      throw Error(n.where(obj) + ": cannot read attribute '" + name + "'");
-    case IsolatedResult::Status::too_large:
-      throw Error(n.where(obj) + ": attribute '" + name + "' is a variable-length string above " +
-                  "2^24 bytes; allowed: up to 16 MiB");
-    default:
-      file.vlen_failure = "attribute '" + name + "' of " + n.where(obj) + ": " + r.describe(kVlenReadTimeoutS);
-      throw Error(n.where(obj) + ": attribute '" + name + "' is corrupt (libhdf5 failed reading its "
-                  "variable-length string: " + r.describe(kVlenReadTimeoutS) + ")");
+                             H5T_cset_t cset) {
+  Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mt.get(), H5T_VARIABLE);
+  // Same character set as the file (h5py writes UTF-8): HDF5 does not convert ASCII <-> UTF-8.
+  H5Tset_cset(mt.get(), cset);
+  char* s = nullptr;
+  if (!mt || H5Aread(a, mt.get(), &s) < 0) throw Error(n.where(obj) + ": cannot read attribute '" + name + "'");
+  std::string r = s ? std::string(s, ::strnlen(s, kMaxStringBytes + 1)) : std::string();
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Dvlen_reclaim(mt.get(), space.get(), H5P_DEFAULT, &s);
+  if (r.size() > kMaxStringBytes)
+    throw Error(n.where(obj) + ": attribute '" + name + "' is a string above 2^24 bytes; allowed: up to 16 MiB");
+  return r;
+}
+
+// An integer attribute's file type must convert to int64 exactly: libhdf5 clamps out-of-range
+// values silently (a uint64 2^63 would read as 2^63-1).
+hid_t int_read_type(const Node& n, const std::string& obj, const std::string& name, hid_t type) {
+  const size_t size = H5Tget_size(type);
+  const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
+  if (size == 0 || size > 8)
+    throw Error(n.where(obj) + ": attribute '" + name + "' is a " + std::to_string(8 * size) +
+                "-bit integer; allowed: up to 64 bits");
+  return is_unsigned && size == 8 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+}
+
+int64_t checked_int(const Node& n, const std::string& obj, const std::string& name, hid_t read_type,
+                    const void* v) {
+  if (read_type == H5T_NATIVE_UINT64) {
+    uint64_t u = 0;
+    std::memcpy(&u, v, 8);
+    if (u > uint64_t(INT64_MAX))
+      throw Error(n.where(obj) + ": attribute '" + name + "' = " + std::to_string(u) +
+                  "; allowed: at most 2^63-1");
+    return int64_t(u);
   }
+  int64_t i = 0;
+  std::memcpy(&i, v, 8);
+  return i;
 }
 
 }  // namespace
@@ -362,7 +410,7 @@ std::string Node::attr_string(const std::string& name, const std::string& obj) c
     throw Error(where(obj) + ": attribute '" + name + "' is not a string");
   require_one_element(*this, obj, name, a.get());
   if (H5Tis_variable_str(type.get()) > 0)
-    return read_vlen_string(*this, obj, name, a.get(), H5Tget_cset(type.get()), *state_);
+    return read_vlen_string(*this, obj, name, a.get(), H5Tget_cset(type.get()));
   size_t n = H5Tget_size(type.get());
   if (n == 0 || n > (size_t(1) << 24))  // a corrupt type size; our strings are far below 16 MiB
     throw Error(where(obj) + ": attribute '" + name + "' has string size " + std::to_string(n) +
@@ -381,10 +429,10 @@ int64_t Node::attr_int(const std::string& name, const std::string& obj) const {
   if (H5Tget_class(type.get()) != H5T_INTEGER)
     throw Error(where(obj) + ": attribute '" + name + "' is not an integer");
   require_one_element(*this, obj, name, a.get());
-  int64_t v = 0;
-  if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0)
-    throw Error(where(obj) + ": cannot read attribute '" + name + "'");
-  return v;
+  const hid_t rt = int_read_type(*this, obj, name, type.get());
+  unsigned char v[8] = {};
+  if (H5Aread(a.get(), rt, v) < 0) throw Error(where(obj) + ": cannot read attribute '" + name + "'");
+  return checked_int(*this, obj, name, rt, v);
 }
 
 double Node::attr_double(const std::string& name, const std::string& obj) const {
@@ -394,6 +442,9 @@ double Node::attr_double(const std::string& name, const std::string& obj) const 
   H5T_class_t c = H5Tget_class(type.get());
   if (c != H5T_FLOAT && c != H5T_INTEGER)
     throw Error(where(obj) + ": attribute '" + name + "' is not a number");
+  if (H5Tget_size(type.get()) > 8)
+    throw Error(where(obj) + ": attribute '" + name + "' is a " + std::to_string(8 * H5Tget_size(type.get())) +
+                "-bit number; allowed: up to 64 bits");
   require_one_element(*this, obj, name, a.get());
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0)
@@ -408,10 +459,16 @@ std::vector<int64_t> Node::attr_ints(const std::string& name, const std::string&
   if (H5Tget_class(type.get()) != H5T_INTEGER)
     throw Error(where(obj) + ": attribute '" + name + "' is not an integer array");
   Handle space(H5Aget_space(a.get()), H5Sclose);
-  hssize_t n = H5Sget_simple_extent_npoints(space.get());
-  std::vector<int64_t> v(size_t(n > 0 ? n : 0));
-  if (n > 0 && H5Aread(a.get(), H5T_NATIVE_INT64, v.data()) < 0)
+  const hssize_t n = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (n < 0 || n > 4096)
+    throw Error(where(obj) + ": attribute '" + name + "' holds " + std::to_string(n) +
+                " elements; allowed: 0 .. 4096");
+  const hid_t rt = int_read_type(*this, obj, name, type.get());
+  std::vector<unsigned char> raw(size_t(n) * 8);
+  if (n > 0 && H5Aread(a.get(), rt, raw.data()) < 0)
     throw Error(where(obj) + ": cannot read attribute '" + name + "'");
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = checked_int(*this, obj, name, rt, raw.data() + 8 * i);
   return v;
 }
 
@@ -450,6 +507,21 @@ Node::AttrValue Node::attr_value(const std::string& name, const std::string& obj
     return attr_ints(name, obj);
   }
   throw Error(where(obj) + ": attribute '" + name + "' is not a string, number or integer array");
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(const Node& root)>& fill,
+                       const std::function<void(const std::string& temp)>& before_commit) {
+  common::AtomicOutput output(path);  // removed on error or interrupt
+  const uint64_t failed_before = g_failed_calls.load();
+  {
+    const Node root = Node::create_file(output.temp_path());
+    fill(root);
+  }  // every handle of the file closed here
+  if (g_failed_calls.load() != failed_before)
+    throw Error(printable(path) + ": write failed (libhdf5 reported an error while writing the temporary " +
+                printable(output.temp_path()) + "; disk full or file-size limit?)");
+  if (before_commit) before_commit(output.temp_path());
+  output.commit();
 }
 
 }  // namespace tqref::h5

@@ -1,10 +1,12 @@
-// Thin RAII layer over the HDF5 C API: the only place that calls H5* directly.
-// Every error names the file and the dataset or attribute it concerns.
+// Thin RAII layer over the HDF5 C API: the only place that calls H5* directly (with the
+// validating pass of hdf5_validate.cpp). Every error names the file and the dataset or attribute
+// it concerns; object names from a file are shown through printable() (text_escape.h).
 #pragma once
 #include <hdf5.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,26 +47,37 @@ class Handle {
   ~Handle();
   hid_t get() const { return id_; }
   explicit operator bool() const { return id_ >= 0; }
+  // Gives up ownership (the caller closes the id and checks the result).
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_ = -1;
   herr_t (*close_)(hid_t) = nullptr;
 };
 
-// A file (or group) with its path, for error messages. Files are created with object
-// timestamps off and fixed library bounds, so equal contents give byte-identical files.
-// State shared by every Node of one opened file.
-struct FileState {
-  // Set when libhdf5 failed (crashed, looped) reading a variable-length string of this file: its
-  // global heap is corrupt, so later variable-length reads are refused at once instead of each
-  // costing the isolated read's deadline. Holds the first failure's message.
-  std::string vlen_failure;
-};
+// Strings tqref reads are at most this long (attributes; a stored YAML sweep is far shorter).
+inline constexpr size_t kMaxStringBytes = size_t(1) << 24;
 
+// "" when a dataset of `dims` elements of `elem` bytes, `stored` bytes in the file, may be read
+// into memory; else why not: an element count that overflows 64 bits, more bytes than the memory
+// budget (memory_budget.h), or more than 2048 times the stored bytes (deflate cannot expand more
+// than ~1032:1; unallocated chunks read as fill values, so a huge declared extent can sit on a
+// few stored bytes). The validating pass and Node::read both apply it.
+std::string dataset_size_problem(const std::vector<uint64_t>& dims, size_t elem, uint64_t stored);
+
+// A file (or group) with its path, for error messages. Files are created in the HDF5 1.10 format
+// (every metadata structure, chunk indexes included, carries a checksum) with object timestamps
+// off, so equal contents give byte-identical files.
 class Node {
  public:
-  static Node create_file(const std::string& path);  // truncates
-  static Node open_file(const std::string& path);    // read-only
+  static Node create_file(const std::string& path);  // truncates; see write_file_atomic below
+  // Read-only, under the untrusted-file policy: a regular file (input_file.h) that passes the
+  // validating pass (hdf5_validate.h); throws Error naming the file and the object otherwise.
+  static Node open_file(const std::string& path);
   static Node open_file_rw(const std::string& path); // read-write (tests edit attributes)
   Node group(const std::string& name) const;          // open existing
   Node create_group(const std::string& name) const;
@@ -74,8 +87,9 @@ class Node {
   const std::string& path() const { return path_; }
   hid_t id() const { return h_.get(); }
 
-  // Datasets: element type deduced from T (uint8/16/32/64, int32/64, float, double).
-  // Datasets of at least `chunk_min_bytes` are chunked with shuffle + deflate + fletcher32.
+  // Datasets: element type deduced from T (uint8/16/32/64, int32/64, float, double). Every
+  // non-empty dataset is chunked (about 1 MiB per chunk) with shuffle + deflate + fletcher32, so
+  // one changed byte of its data reads as a checksum error, not as different data.
   template <class T>
   void write(const std::string& name, const std::vector<T>& data,
              const std::vector<uint64_t>& shape, const std::string& encoding = "") const {
@@ -108,14 +122,21 @@ class Node {
   std::vector<std::string> attr_names(const std::string& obj = "") const;
   AttrValue attr_value(const std::string& name, const std::string& obj = "") const;
 
-  std::string where(const std::string& obj = "") const;  // "file.h5:/group/obj"
+  // "file.h5:/group/obj", names shown through printable().
+  std::string where(const std::string& obj = "") const;
 
  private:
-  Node(std::string file, std::string path, Handle h, std::shared_ptr<FileState> state)
-      : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)), state_(std::move(state)) {}
+  Node(std::string file, std::string path, Handle h) : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)) {}
   std::string file_, path_;
   Handle h_;
-  std::shared_ptr<FileState> state_;
 };
+
+// Writes an HDF5 file whole or not at all: `fill` writes into a temporary (AtomicOutput,
+// atomic_output.h) that is closed, given to `before_commit` (when set: it may read the file back
+// and throw) and renamed into place. Throws Error naming `path` (the temporary removed) when any
+// libhdf5 call failed while the file was written: on a full disk only the failed chunk flush of
+// a dataset close reports it, while H5Fflush and H5Fclose succeed.
+void write_file_atomic(const std::string& path, const std::function<void(const Node& root)>& fill,
+                       const std::function<void(const std::string& temp)>& before_commit = {});
 
 }  // namespace tqref::h5

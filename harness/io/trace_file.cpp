@@ -2,13 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <unistd.h>
 
-#include "io/atomic_output.h"
 #include "io/hdf5_util.h"
+#include "io/text_escape.h"
 
 namespace tqref::trace {
 
@@ -82,10 +81,7 @@ void check_values(std::vector<std::string>& problems, const std::string& where,
 void write_trace(const std::string& path, const Trace& t) {
   check_shapes(t);
   const TraceMeta& m = t.meta;
-  common::AtomicOutput output(path);  // removed on error or interrupt
-  const std::string& tmp = output.temp_path();
-  try {
-    h5::Node f = h5::Node::create_file(tmp);
+  h5::write_file_atomic(path, [&](const h5::Node& f) {
     f.set_attr("schema", std::string(kTraceSchema));
     f.set_attr("schema_version", int64_t(kTraceSchemaVersion));
     f.set_attr("model_name", m.model_name);
@@ -113,15 +109,7 @@ void write_trace(const std::string& path, const Trace& t) {
         lg.write("v", s.v[size_t(l)], {T, hkv, d}, "bf16");
       }
     }
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  try {
-    output.commit();
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
+  });
 }
 
 std::vector<std::string> validate_trace(const std::string& path) {
@@ -133,7 +121,7 @@ std::vector<std::string> validate_trace(const std::string& path) {
     guard(P, [&] {
       std::string v = f.attr_string(name);
       if (!want.empty() && v != want)
-        throw std::runtime_error(f.where() + ": attribute '" + name + "' is \"" + v +
+        throw std::runtime_error(f.where() + ": attribute '" + name + "' is \"" + printable(v) +
                                  "\"; expected \"" + want + "\"");
       if (v.empty()) throw std::runtime_error(f.where() + ": attribute '" + name + "' is empty");
     });
@@ -174,6 +162,11 @@ std::vector<std::string> validate_trace(const std::string& path) {
   if (!guard(P, [&] { names = seqs->children(); })) return P;
   if (names.empty()) P.push_back(seqs->where() + ": no sequences");
   for (const std::string& name : names) {
+    // Selected by --trace-sequences and part of the golden case names built from the trace.
+    if (const std::string why = name_problem(name); !why.empty()) {
+      P.push_back(seqs->where() + ": sequence name " + why);
+      continue;
+    }
     std::optional<h5::Node> g;
     if (!guard(P, [&] { g.emplace(seqs->group(name)); })) continue;
     int64_t T = 0;
@@ -224,7 +217,7 @@ std::vector<std::string> validate_trace(const std::string& path) {
           if (!lg->has(t)) throw std::runtime_error(lg->where(t) + ": dataset missing");
           std::string enc = lg->has_attr("encoding", t) ? lg->attr_string("encoding", t) : "";
           if (enc != "bf16")
-            throw std::runtime_error(lg->where(t) + ": attribute 'encoding' is \"" + enc +
+            throw std::runtime_error(lg->where(t) + ": attribute 'encoding' is \"" + printable(enc) +
                                      "\"; expected \"bf16\"");
           std::vector<uint16_t> bits = lg->read<uint16_t>(t, &shape);
           check_values(P, lg->where(t), bits, int(heads), int(D));
@@ -233,18 +226,6 @@ std::vector<std::string> validate_trace(const std::string& path) {
     }
   }
   return P;
-}
-
-void check_output_path(const std::string& path, const std::string& option) {
-  namespace fs = std::filesystem;
-  const fs::path p(path), dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  std::error_code ec;
-  if (path.empty()) throw std::invalid_argument(option + " is empty");
-  if (!fs::is_directory(dir, ec))
-    throw std::invalid_argument(option + " " + path + ": directory " + dir.string() +
-                                " does not exist");
-  if (fs::is_directory(p, ec))
-    throw std::invalid_argument(option + " " + path + " is a directory; give a file name");
 }
 
 Trace read_trace(const std::string& path) {

@@ -53,10 +53,6 @@ void write_trace(const std::string& path, const Trace& t);
 // Inf, no all-zero q, k or v dataset (a dump that wrote nothing).
 std::vector<std::string> validate_trace(const std::string& path);
 
-// Throws std::invalid_argument naming `option` when `path`'s directory does not exist or is not a
-// directory, or `path` is an existing directory: checked before any work is done.
-void check_output_path(const std::string& path, const std::string& option);
-
 // Validates, then reads every sequence (throws std::invalid_argument with the problems).
 Trace read_trace(const std::string& path);
 

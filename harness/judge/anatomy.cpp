@@ -115,8 +115,8 @@ void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, c
     } else if (h.results.empty()) {
       e.verdict = "hypotheses " + h.scope;
     } else if (h.closest.empty()) {
-      e.verdict = "no hypothesis reproduces it, none is closer than the spec (" +
-                  count_of(h.spec_differing, h.unit) + " differ)" + scope;
+      e.verdict = "no hypothesis reproduces it or halves the spec's " + count_of(h.spec_differing, h.unit) +
+                  " that differ" + scope;
     } else {
       uint64_t n = 0;
       for (const auto& x : h.results)

@@ -19,8 +19,9 @@ constexpr const char* kNames[kNumFaults] = {"none",      "flip-code-bit", "wrong
                                             "block-parity-lsb", "writer-contiguous", "repeat-lsb"};
 
 // Mutant 18 takes its dense path for launches of more than this many sequences (gridDim.y): more
-// than any committed suite holds (10 at most), fewer than level I's large batch (17).
-constexpr uint32_t kDenseBatchSeqs = 16;
+// than any committed suite holds (18 at most, the real suite), fewer than level I's large batch
+// (33 or more, LevelIOptions::large_batch).
+constexpr uint32_t kDenseBatchSeqs = 32;
 
 // The decode model on c with another THRESH (-1: every factor exceeds it, nothing is skipped).
 std::vector<uint16_t> decode_with_threshold(const GoldenCase& c, float threshold, const Ex2Profile& ex2) {

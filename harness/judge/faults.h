@@ -29,12 +29,12 @@ enum class Fault {
   writer_fma,      // writer: nsq and rsq contracted into FMAs (mutant 13)        -> v-scale
   // Mirrors of the invariance mutants (docs/mutants.md, 18-20) and a stale-state kernel: they
   // break level I (level_i.h); the first, third and fourth pass W/D on the committed suites.
-  dense_large_batch,  // decode: a launch of more than 16 sequences reads V of every position
+  dense_large_batch,  // decode: a launch of more than 32 sequences reads V of every position
                       // (the model with THRESH = -1; mutant 18)           -> level I placement
   block_parity_lsb,   // decode: the lowest output bit flipped in the rows whose last position
                       // lies in an odd physical block (mutant 19)          -> output-value, level I blocks
-  writer_contiguous,  // writer: token t written to slot_mapping[0] + t when the first and last
-                      // slots look like one contiguous run (mutant 20)   -> level I token-order
+  writer_contiguous,  // writer: token t written to slot_mapping[0] + t when the first, middle
+                      // and last slots look contiguous (mutant 20)        -> level I token-order
   repeat_lsb,         // decode: the lowest output bit flipped when the same launch (same bytes)
                       // ran before: state left by an earlier launch       -> level I repeat
 };

@@ -391,7 +391,9 @@ HypothesisReport writer_report(const GoldenCase& c, const CaseResult& r) {
 
 HypothesisReport test_hypotheses(const GoldenCase& c, const CaseResult& r, const ExplainOptions& o) {
   HypothesisReport rep = c.kind == CaseKind::decode ? decode_report(c, r, o) : writer_report(c, r);
-  uint64_t best = rep.spec_differing;
+  // "Closest" only for a hypothesis that explains at least half of what the spec leaves unexplained:
+  // below that a few elements that agree by chance would name a cause.
+  uint64_t best = rep.spec_differing / 2 + 1;
   std::vector<const HypothesisResult*> hits;
   for (const HypothesisResult& h : rep.results) {
     if (!h.tested || h.effect == 0) continue;

@@ -35,7 +35,8 @@ struct HypothesisReport {
   std::vector<HypothesisResult> results;
   std::vector<std::string> reproduced;  // ids with differing == 0 and effect > 0, the smallest
                                         // effect (the narrowest change) first, then list order
-  std::string closest;                  // fewest differing (effect > 0), when below spec_differing
+  std::string closest;                  // fewest differing (effect > 0), when at most half of
+                                        // spec_differing
 };
 
 // Decoder hypotheses need o.ex2 (else the report is empty with scope saying why).

@@ -17,6 +17,11 @@ namespace tqref::gpu {
 struct ContractRules {
   // ---- Cache layout (docs/spec.md section 3), used by the writer and the decoder ----
 
+  // The slot_mapping entry of token t (the CTA's blockIdx.x).
+  static __device__ __forceinline__ int64_t token_slot(const int64_t* __restrict__ slot_mapping,
+                                                       uint32_t t) {
+    return slot_mapping[t];
+  }
   // The slot a token is written to: its slot_mapping entry; negative means a padding token,
   // for which nothing is written.
   static __device__ __forceinline__ int64_t written_slot(int64_t slot_mapping_entry) {
@@ -88,6 +93,12 @@ struct ContractRules {
   // Batch update of o by one position: f32(o + f32(ef * v)).
   static __device__ __forceinline__ float batch_accumulate(float o, float ef, float v) {
     return __fadd_rn(o, __fmul_rn(ef, v));  // --fmad=false: two roundings
+  }
+  // The bf16 bits warp 0 stores for one output element (block_table: the sequence's row; L its
+  // length), as they come out of the final rounding.
+  static __device__ __forceinline__ uint16_t output_bits(uint16_t bits, const int32_t*, int64_t,
+                                                         uint32_t) {
+    return bits;
   }
   // Single update of o: f32(f32(o * eo) + f32(en * v)).
   static __device__ __forceinline__ float single_update(float o, float eo, float en, float v) {

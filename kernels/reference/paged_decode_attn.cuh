@@ -166,16 +166,18 @@ __device__ __forceinline__ void load_q(const DecodeCtx& c, uint32_t seq, uint32_
 }
 
 // Warp 0's output row: bf16(o * inv) with inv the correctly rounded 1/l (0 when l is 0 or NaN).
-template <uint32_t VEC>
+template <uint32_t VEC, class R>
 __device__ __forceinline__ void store_output(__nv_bfloat16* output, uint32_t seq,
                                              uint32_t num_q_heads, uint32_t qh, uint32_t head_dim,
-                                             uint32_t lane, float l, const float (&o)[VEC]) {
+                                             uint32_t lane, float l, const float (&o)[VEC],
+                                             const DecodeCtx& c, int64_t L) {
   const float inv = l > 0.0f ? __fdiv_rn(1.0f, l) : 0.0f;
   uint16_t* out = reinterpret_cast<uint16_t*>(output) +
                   (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim + lane * VEC;
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i)
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv)));
+    out[i] = R::output_bits(__bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv))),
+                            c.block_table, L, c.block_size);
 }
 
 // Merge (docs/spec.md section 5): every warp publishes (m, l, o) to shared memory; then in each step
@@ -320,7 +322,7 @@ __device__ __forceinline__ void paged_decode_attn(
 
   merge_warps<VEC, kHdim, R>(warp, lane, s_m, s_l, s_o, m, l, o);
   if (warp != 0) return;
-  store_output<VEC>(output, seq, num_q_heads, qh, head_dim, lane, l, o);
+  store_output<VEC, R>(output, seq, num_q_heads, qh, head_dim, lane, l, o, c, L);
 }
 
 }  // namespace tqref::gpu

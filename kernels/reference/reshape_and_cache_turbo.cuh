@@ -118,7 +118,7 @@ __device__ __forceinline__ void reshape_and_cache(
   __shared__ float s_cb[FormatConst<F>::levels];
 
   const uint32_t t = blockIdx.x;
-  const int64_t s = R::written_slot(slot_mapping[t]);
+  const int64_t s = R::written_slot(R::token_slot(slot_mapping, t));
   if (s < 0) return;  // padding token: nothing is written (uniform across the CTA)
   if (threadIdx.x < FormatConst<F>::levels) s_cb[threadIdx.x] = Tables<F>::codebook()[threadIdx.x];
   __syncthreads();

@@ -5,11 +5,18 @@
 
 #include "capi_call.h"
 #include "judge/judge_case.h"
+#include "judge/level_i.h"
 #include "judge/report.h"
 
 using namespace tqref;
 using tqref::capi::c_call;
 using tqref::capi::require;
+
+// What a level I launch returned for one variant (tqref_result_put/fail fill it).
+struct tqref_result {
+  const tqref_case* h;
+  golden::CaseResult r;
+};
 
 namespace {
 
@@ -24,8 +31,10 @@ class ResultBackend : public golden::Backend {
   golden::CaseResult r_;
 };
 
+// The named guarded buffers as a CaseResult; `all_outputs`: every output buffer must be there.
 golden::CaseResult result_of(const tqref_case& h, int n, const char* const* names,
-                             const uint8_t* const* guarded, const uint64_t* sizes) {
+                             const uint8_t* const* guarded, const uint64_t* sizes,
+                             bool all_outputs = true) {
   if (n < 1) throw capi::BadArgument("n = " + std::to_string(n) + "; allowed: >= 1 buffer");
   require(names, "names");
   require(guarded, "guarded");
@@ -49,7 +58,7 @@ golden::CaseResult result_of(const tqref_case& h, int n, const char* const* name
     (b->output ? r.buffers : r.inputs)[name] = std::move(g);
   }
   for (const std::string& out : golden::output_buffers(h.c.kind))
-    if (!r.buffers.count(out)) throw capi::BadArgument("buffer '" + out + "' missing; allowed: every output buffer of the case");
+    if (all_outputs && !r.buffers.count(out)) throw capi::BadArgument("buffer '" + out + "' missing; allowed: every output buffer of the case");
   return r;
 }
 
@@ -63,9 +72,64 @@ std::string verdict_json(const golden::CaseVerdict& v) {
   return run.substr(a + 12, b - a - 12);
 }
 
+// A backend whose launches are made by the caller's callback (a Python kernel): each variant of
+// level I is handed over as a case and comes back as the buffers the kernel left.
+class CallbackBackend : public golden::Backend {
+ public:
+  CallbackBackend(tqref_launch_fn fn, void* user) : fn_(fn), user_(user) {}
+  std::string name() const override { return "python"; }
+  golden::CaseResult run(const golden::GoldenCase& v) override {
+    tqref_case h;
+    h.c = v;
+    capi::index_case(h);
+    tqref_result res{&h, {}};
+    if (fn_(user_, &h, &res) != 0) {
+      res.r.buffers.clear();
+      if (res.r.error.empty()) res.r.error = "launch failed";
+    }
+    return res.r;
+  }
+
+ private:
+  tqref_launch_fn fn_;
+  void* user_;
+};
+
 }  // namespace
 
 extern "C" {
+
+int tqref_result_put(tqref_result* r, const char* name, const uint8_t* guarded,
+                     uint64_t guarded_bytes) {
+  return c_call([&] {
+    require(r, "result");
+    golden::CaseResult one = result_of(*r->h, 1, &name, &guarded, &guarded_bytes, false);
+    for (auto& [n, b] : one.buffers) r->r.buffers[n] = std::move(b);
+    for (auto& [n, b] : one.inputs) r->r.inputs[n] = std::move(b);
+  });
+}
+
+int tqref_result_fail(tqref_result* r, const char* message) {
+  return c_call([&] {
+    require(r, "result");
+    r->r.error = message ? message : "launch failed";
+  });
+}
+
+int tqref_judge_level_i(const tqref_case* c, tqref_launch_fn launch, void* user, char** json) {
+  return c_call([&] {
+    require(c, "case");
+    require(reinterpret_cast<const void*>(launch), "launch");
+    require(json, "json");
+    CallbackBackend backend(launch, user);
+    const golden::LevelIVerdict v = golden::judge_level_i(c->c, backend, golden::LevelIOptions{});
+    const std::string cases = golden::level_i_json({v});
+    const size_t a = cases.find("\n{"), b = cases.rfind("\n]}");
+    *json = capi::c_string("{\"verdict\":" + verdict_json(golden::level_i_case_verdict(v)) +
+                           ",\"text\":" + golden::json_quote(golden::level_i_text(v)) +
+                           ",\"level_i\":" + cases.substr(a + 1, b - a - 1) + "}");
+  });
+}
 
 int tqref_judge(tqref_case* c, int level_t, int n, const char* const* names,
                 const uint8_t* const* guarded, const uint64_t* guarded_bytes,

@@ -226,6 +226,21 @@ TQREF_C_API int tqref_judge(tqref_case* c, int level_t, int n, const char* const
                 const tqref_ex2* file_ex2, const tqref_ex2* kernel_ex2, double margin,
                 double tol_ulps, double tol_row, char** json);
 
+/* Level I (judge/level_i.h): the judge derives variant launches of case c (the batch reordered,
+ * blocks permuted, strides padded, the launch repeated, ...) and asks `launch` to run each: it
+ * gets the variant as a case (its launch buffers and attributes, as for any case) and answers
+ * with every buffer the kernel left, guards included (tqref_result_put), or a failure
+ * (tqref_result_fail, then a non-zero return). The kernel is compared with itself: no model, no
+ * EX2 profile. JSON: {"verdict":{...},"text":"<the CLI's lines>","level_i":{name, pass,
+ * sentence, diagnosis, checks:[{property, variant, pass, error, compared, differing, detail}]}}. */
+typedef struct tqref_result tqref_result;
+typedef int (*tqref_launch_fn)(void* user, const tqref_case* variant, tqref_result* result);
+TQREF_C_API int tqref_result_put(tqref_result* r, const char* name, const uint8_t* guarded,
+                                 uint64_t guarded_bytes);
+TQREF_C_API int tqref_result_fail(tqref_result* r, const char* message);
+TQREF_C_API int tqref_judge_level_i(const tqref_case* c, tqref_launch_fn launch, void* user,
+                                    char** json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,7 @@ def test_import_needs_numpy_only():
     # Catches a module that imports torch, triton or h5py at import time: the package must load
     # on a machine that has numpy alone.
     code = ("import sys, tqref, tqref.testing, tqref.judge, tqref.golden, tqref.model, tqref.launch, "
-            "tqref.invariance; bad = [m for m in ('torch', 'triton', 'h5py') if m in sys.modules]; "
+            "tqref.pytest_plugin; bad = [m for m in ('torch', 'triton', 'h5py') if m in sys.modules]; "
             "print(tqref.__version__); sys.exit(1 if bad else 0)")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)

@@ -88,6 +88,8 @@ class DecodeParams(ctypes.Structure):
 
 
 _pp = ctypes.POINTER(c_voidp)
+# int launch(void* user, const tqref_case* variant, tqref_result* result): level I's callback.
+LAUNCH_FN = ctypes.CFUNCTYPE(c_int, c_voidp, c_voidp, c_voidp)
 _SIGNATURES = {
     "tqref_abi_version": (c_int, []),
     "tqref_build_info": (c_str, []),
@@ -138,6 +140,9 @@ _SIGNATURES = {
                                        c_u16p, c_u64, c_i32p, c_u64, c_i32p, c_u64, c_u16p, c_u64,
                                        ctypes.POINTER(DecodeParams), c_voidp, _pp]),
     "tqref_golden_write": (c_int, [c_str, ctypes.POINTER(c_voidp), c_int, c_voidp, c_str]),
+    "tqref_result_put": (c_int, [c_voidp, c_str, c_voidp, c_u64]),
+    "tqref_result_fail": (c_int, [c_voidp, c_str]),
+    "tqref_judge_level_i": (c_int, [c_voidp, LAUNCH_FN, c_voidp, _pp]),
     "tqref_judge": (c_int, [c_voidp, c_int, c_int, ctypes.POINTER(c_str), ctypes.POINTER(c_voidp),
                             c_u64p, c_voidp, c_voidp, ctypes.c_double, ctypes.c_double,
                             ctypes.c_double, _pp]),

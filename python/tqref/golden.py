@@ -43,8 +43,9 @@ class Case:
     dtype, bf16 as uint16), `encodings` (the schema's encoding of each dataset), and what the
     judge needs (the case itself, and the EX2 profile its expectation was made with)."""
 
-    def __init__(self, handle, ex2=None):
+    def __init__(self, handle, ex2=None, owned=True):
         self._h = handle
+        self._owned = owned  # False: a variant the judge lends for one launch (level I)
         self.ex2 = ex2
         out = ctypes.c_void_p()
         _lib.check(_lib.lib.tqref_case_attrs(handle, ctypes.byref(out)))
@@ -89,9 +90,9 @@ class Case:
         return f"Case({self.name!r}, {self.kernel})"
 
     def __del__(self):
-        if getattr(self, "_h", None):
+        if getattr(self, "_h", None) and self._owned:
             _lib.lib.tqref_case_free(self._h)
-            self._h = None
+        self._h = None
 
 
 def _array(handle, i):

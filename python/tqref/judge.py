@@ -1,10 +1,10 @@
 """The judge: a launch's buffers against a golden case, through the same C++ code as
-`tqref check` (harness/, golden/judge_case.h), so the categories, the decoded mismatch lines and
-the level T distributions are the CLI's.
+`tqref check` (harness/judge: judge_case.h, level_i.h), so the categories, the decoded mismatch
+lines, the level T distributions and the level I checks are the CLI's.
 
 Levels (docs/spec.md section 6): "W" (writer, exact) and "D" (decoder, exact) are "exact";
 "T" judges a decoder within the documented tolerance against the kernel-order model and the fp64
-references; "I" (invariance, tqref.invariance) compares a kernel with itself."""
+references; "I" (invariance) compares a kernel with itself on variants of the launch."""
 import ctypes
 import unittest
 from dataclasses import dataclass, field
@@ -52,7 +52,8 @@ class Verdict:
     bytes_differing: int = 0
     text: str = ""
     level_t: dict = None
-    invariance: list = None
+    invariance: list = None   # level I: the checks ({property, variant, pass, detail, ...})
+    sentence: str = ""        # level I: what changes the bits, in one sentence
     skipped: str = ""
 
     def __bool__(self):
@@ -103,3 +104,35 @@ def judge(case, buffers, *, level="exact", kernel_ex2=None, margin=0.0, tol_ulps
     return Verdict(v["name"], v["kernel"], v["kind"], lvl, bool(v["pass"]), v["error"],
                    v["categories"], v["mismatches"], v["bytes_compared"], v["bytes_differing"],
                    r["text"], lt)
+
+
+def judge_level_i(case, run_variant):
+    """Level I of `case`: the judge derives the variants (judge/level_i.h) and calls
+    run_variant(variant) for each, a Case whose launch the caller runs; it returns {buffer name:
+    guarded bytes} of every buffer (tqref.launch.run's result). An exception from run_variant
+    fails that variant with its message; tqref.testing.Skip is re-raised after the judge ends."""
+    skipped = []
+
+    def launch(_user, variant_h, result):
+        try:
+            from .golden import Case
+            for name, g in run_variant(Case(variant_h, owned=False)).items():
+                g = np.ascontiguousarray(g)
+                _lib.check(_lib.lib.tqref_result_put(result, name.encode(), g.ctypes.data, g.nbytes))
+            return 0
+        except BaseException as e:  # nothing may cross back into C++
+            if type(e).__name__ == "Skip":
+                skipped.append(e)
+            _lib.lib.tqref_result_fail(result, f"kernel raised {type(e).__name__}: {e}".encode())
+            return 1
+
+    fn = _lib.LAUNCH_FN(launch)
+    out = ctypes.c_void_p()
+    _lib.check(_lib.lib.tqref_judge_level_i(case._h, fn, None, ctypes.byref(out)))
+    r = _lib.take_json(out)
+    if skipped:
+        raise skipped[0]
+    v, li = r["verdict"], r["level_i"]
+    return Verdict(v["name"], v["kernel"], v["kind"], "I", bool(v["pass"]), v["error"],
+                   v["categories"], v["mismatches"], v["bytes_compared"], v["bytes_differing"],
+                   r["text"], invariance=li["checks"], sentence=li["sentence"])

@@ -130,4 +130,34 @@ struct fp32_codebook : ContractRules {
   static __device__ __forceinline__ float decoder_codebook(float cb) { return cb; }
 };
 
+// The invariance mutants (docs/invariance-and-anatomy.md): each passes W/D where it can and
+// fails level I.
+// 18: a "dense path" for launches of more than 32 sequences (gridDim.y): V of every position is
+// read. Every committed suite has at most 18 sequences per case; level I's large batch has 33+.
+struct dense_large_batch : ContractRules {
+  static __device__ __forceinline__ bool uses_v(float factor) {
+    return gridDim.y > 32u || factor > kThresh;
+  }
+};
+
+// 19: the lowest output bit follows the parity of the physical block that holds the sequence's
+// last position (a block id leaking into the result).
+struct block_parity_lsb : ContractRules {
+  static __device__ __forceinline__ uint16_t output_bits(uint16_t bits, const int32_t* block_table,
+                                                         int64_t L, uint32_t block_size) {
+    return bits ^ static_cast<uint16_t>(block_table[(L - 1) / block_size] & 1);
+  }
+};
+
+// 20: when the first, middle and last slots look like one contiguous run, token t is written to
+// slot_mapping[0] + t (a shortcut that samples the batch instead of reading it).
+struct writer_contiguous : ContractRules {
+  static __device__ __forceinline__ int64_t token_slot(const int64_t* __restrict__ slot_mapping,
+                                                       uint32_t t) {
+    const int64_t T = gridDim.x, s0 = slot_mapping[0];
+    const bool run = s0 >= 0 && slot_mapping[T - 1] - s0 == T - 1 && slot_mapping[T / 2] - s0 == T / 2;
+    return run ? s0 + t : slot_mapping[t];
+  }
+};
+
 }  // namespace tqref::gpu::mutant
