@@ -31,6 +31,8 @@ std::string timing_json(const Timing& t) {
 
 }  // namespace
 
+uint32_t decode_launches(const Settings& s) { return 1 + uint32_t(s.warmup + s.runs); }
+
 void write_json(const std::string& path, const Report& r) {
   std::ostringstream o;
   o << "{\n  \"schema\": \"tqref.bench/1\",\n"
@@ -50,6 +52,9 @@ void write_json(const std::string& path, const Report& r) {
       << ", \"num_seqs\": " << s.num_seqs << ", \"num_q_heads\": " << s.num_q_heads
       << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"seq_len\": " << s.seq_len
       << ", \"block_size\": " << s.block_size << ", \"q_sigma\": " << s.q_sigma
+      << ", \"model\": \"" << esc(s.model) << "\", \"pairs\": " << s.pairs()
+      << ", \"grid_x\": " << (d.heads_per_cta ? s.num_q_heads / d.heads_per_cta : s.num_q_heads)
+      << ", \"launches\": " << decode_launches(r.settings)
       << ", \"timing\": " << timing_json(d.t) << ", \"k_bytes\": " << d.k_bytes
       << ", \"v_bytes_full\": " << d.v_bytes_full << ", \"v_bytes_needed\": " << d.v_bytes_needed
       << ", \"qo_bytes\": " << d.qo_bytes << ", \"bytes_needed\": " << need
@@ -64,10 +69,15 @@ void write_json(const std::string& path, const Report& r) {
   o << "  ],\n  \"writer\": [\n";
   for (size_t i = 0; i < r.writer.size(); ++i) {
     const WriterResult& w = r.writer[i];
-    o << "    {\"kernel\": \"reshape_and_cache_flash_bf16k_" << format_name(w.format) << "\", \"hdim\": "
-      << w.hdim << ", \"num_kv_heads\": " << w.num_kv_heads << ", \"tokens\": " << w.tokens
-      << ", \"block_size\": " << w.block_size << ", \"timing\": " << timing_json(w.t)
+    const WriterShape& s = w.shape;
+    o << "    {\"kernel\": \"" << w.kernel << "\", \"fast\": " << (w.fast ? "true" : "false")
+      << ", \"format\": \"" << format_name(s.format) << "\", \"hdim\": " << s.hdim
+      << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"tokens\": " << s.tokens
+      << ", \"block_size\": " << s.block_size << ", \"grid_x\": " << w.grid_x
+      << ", \"launches\": " << w.launches << ", \"timing\": " << timing_json(w.t)
       << ", \"bytes\": " << w.bytes << ", \"gbps\": " << gbps(w.bytes, w.t)
+      << ", \"copy_same_bytes\": " << timing_json(w.copy) << ", \"copy_gbps\": " << gbps(w.bytes, w.copy)
+      << ", \"fraction_of_copy\": " << w.fraction_of_copy()
       << ", \"conformant\": " << (w.conformant ? "true" : "false") << ", \"mismatches\": " << w.mismatches
       << "}" << (i + 1 < r.writer.size() ? ",\n" : "\n");
   }
@@ -82,26 +92,28 @@ void print_table(const Report& r) {
   std::printf("\ndevice %s (%s, %d SMs); device-to-device copy %.0f GB/s (read+write, %.0f MiB, median of %d)\n",
               r.device.c_str(), r.arch.c_str(), r.sm_count, r.copy.gbps(), double(r.copy.bytes) / (1 << 20),
               r.copy.t.runs);
-  std::printf("%-40s %-9s %3s %9s %8s %6s %9s %6s %5s %s\n", "decode shape", "kernel", "HT", "median_ms",
+  std::printf("%-56s %-9s %3s %9s %8s %6s %9s %6s %5s %s\n", "decode shape", "kernel", "HT", "median_ms",
               "GB/s", "%copy", "floor_ms", "skip%", "x", "bits");
   double ref_order_ms = 0;  // the shape's reference-order kernel: the speed-up baseline
   for (const DecodeResult& d : r.decode) {
     if (d.heads_per_cta == 0) ref_order_ms = d.t.median_ms;
     const uint64_t full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
     const double floor_ms = r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0;
-    std::printf("%-40s %-9s %3u %9.4f %8.0f %6.1f %9.4f %6.2f %5.2f %s\n", d.shape.label().c_str(),
+    std::printf("%-56s %-9s %3u %9.4f %8.0f %6.1f %9.4f %6.2f %5.2f %s\n", d.shape.label().c_str(),
                 d.heads_per_cta ? "gqa" : "ref-order", d.heads_per_cta, d.t.median_ms, gbps(needed_bytes(d), d.t),
                 r.copy.gbps() > 0 ? 100.0 * gbps(needed_bytes(d), d.t) / r.copy.gbps() : 0.0, floor_ms,
                 100.0 * d.skip_rate, d.t.median_ms > 0 ? ref_order_ms / d.t.median_ms : 0.0,
                 d.conformant ? (d.heads_per_cta ? "= ref-order" : (d.model_checked ? "= model" : "written"))
                              : "MISMATCH");
   }
-  std::printf("%-40s %9s %8s %s\n", "writer", "median_ms", "GB/s", "bits");
+  std::printf("%-36s %-9s %9s %8s %9s %6s %5s %s\n", "writer", "kernel", "median_ms", "GB/s", "copy_ms",
+              "%copy", "x", "bits");
+  double ref_writer_ms = 0;  // the shape's reference-order writer: the speed-up baseline
   for (const WriterResult& w : r.writer) {
-    char label[96];
-    std::snprintf(label, sizeof label, "%s hdim%u H%u tokens%u", format_name(w.format).c_str(), w.hdim,
-                  w.num_kv_heads, w.tokens);
-    std::printf("%-40s %9.4f %8.0f %s\n", label, w.t.median_ms, gbps(w.bytes, w.t),
+    if (!w.fast) ref_writer_ms = w.t.median_ms;
+    std::printf("%-36s %-9s %9.4f %8.0f %9.4f %6.1f %5.2f %s\n", w.shape.label().c_str(),
+                w.fast ? "fast" : "ref-order", w.t.median_ms, gbps(w.bytes, w.t), w.copy.median_ms,
+                100.0 * w.fraction_of_copy(), w.t.median_ms > 0 ? ref_writer_ms / w.t.median_ms : 0.0,
                 w.conformant ? "= model" : "MISMATCH");
   }
 }

@@ -23,6 +23,10 @@ inline double gbps(uint64_t bytes, const Timing& t) {
   return t.median_ms > 0 ? double(bytes) / (t.median_ms * 1e6) : 0.0;
 }
 
+// Launches of one decode kernel for one result: the conformance run, the warm-up and the timed
+// runs (GpuBench::decode); lets a profiler's rows be matched to results (analysis/ncu_join.py).
+uint32_t decode_launches(const Settings& s);
+
 void write_json(const std::string& path, const Report& r);
 void print_table(const Report& r);
 

@@ -13,6 +13,7 @@
 
 #include "gpu/launch.h"
 #include "io/ex2_profile_io.h"
+#include "kernels/fast/fast_writer_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/decode.h"
 #include "tqref/writer.h"
@@ -25,7 +26,7 @@ std::string DecodeShape::label() const {
   char b[160];
   std::snprintf(b, sizeof b, "%s hdim%u %ux%u/%u L%u B%u qs%g", format_name(format).c_str(), hdim,
                 num_seqs, num_q_heads, num_kv_heads, seq_len, block_size, double(q_sigma));
-  return b;
+  return model.empty() ? std::string(b) : model + " " + b;
 }
 
 namespace {
@@ -347,61 +348,158 @@ std::vector<DecodeResult> GpuBench::decode(const DecodeShape& sh, const std::vec
   return impl_->decode(sh, hts, model_check_seqs);
 }
 
-WriterResult GpuBench::writer(Format f, uint32_t hdim, uint32_t num_kv_heads, uint32_t tokens) {
-  Impl& I = *impl_;
-  WriterResult r;
-  r.format = f;
-  r.hdim = hdim;
-  r.num_kv_heads = num_kv_heads;
-  r.tokens = tokens;
-  const uint32_t D = hdim, H = num_kv_heads, B = r.block_size, n = H * D, bits = traits(f).bits;
-  const uint32_t num_blocks = ceil_div(tokens, B);
-  WriterParams wp{H, D, B, n, n, uint64_t(B) * n * 2, 0, uint64_t(B) * n * bits / 8};
+std::string WriterShape::label() const {
+  char b[120];
+  std::snprintf(b, sizeof b, "%s hdim%u H%u tokens%u B%u", format_name(format).c_str(), hdim, num_kv_heads,
+                tokens, block_size);
+  return b;
+}
+
+namespace {
+
+constexpr uint8_t kKPoison = 0xA5, kVPoison = 0x5A;  // pool bytes before a writer runs
+
+// One input set of a writer shape: generated key/value, the pools the kernels write, and the CPU
+// model's pools for these inputs (written over the same poison).
+struct WriterSet {
+  gpu::DeviceBuffer key, value, kc, vc;
+  std::vector<uint8_t> want_k, want_v;
+};
+
+// Everything a writer shape runs on. Several sets, so that timed runs rotate through more
+// memory than the L2 holds.
+struct WriterInputs {
+  WriterParams wp;
+  uint64_t k_pool = 0, v_pool = 0, in_bytes = 0;
+  std::vector<int64_t> slots;
+  gpu::DeviceBuffer d_slots;
+  std::vector<WriterSet> sets;
+};
+
+WriterParams writer_params(const WriterShape& ws) {
+  const uint32_t n = ws.num_kv_heads * ws.hdim, B = ws.block_size;
+  WriterParams wp{ws.num_kv_heads, ws.hdim, B, n, n, uint64_t(B) * n * 2, 0,
+                  uint64_t(B) * n * traits(ws.format).bits / 8};
   wp.v_block_stride_bytes = wp.v_data_section_bytes + uint64_t(B) * n / kGroupSize;
-  const uint64_t k_pool = uint64_t(num_blocks) * B * n * 2, v_pool = uint64_t(num_blocks) * wp.v_block_stride_bytes;
-  const uint64_t in_bytes = uint64_t(tokens) * n * 2;
-  std::mt19937_64 rng(I.s.seed + 99);
-  std::vector<int64_t> slots(tokens);
-  std::iota(slots.begin(), slots.end(), 0);
-  std::shuffle(slots.begin(), slots.end(), rng);
-  const uint32_t copies = I.copies_for(2 * in_bytes + k_pool + v_pool, 64);
-  struct Set {
-    gpu::DeviceBuffer key, value, kc, vc;
-  };
-  std::vector<Set> sets;
-  gpu::DeviceBuffer d_slots(uint64_t(tokens) * 8);
-  d_slots.upload(slots.data(), uint64_t(tokens) * 8);
+  return wp;
+}
+
+// Sets [0, copies): inputs generated on the device by `fill(dst, elements, seed)`, the model's pools
+// from the downloaded inputs and a slot mapping that shuffles every slot of the pool.
+template <class Fill>
+WriterInputs make_writer_inputs(const WriterShape& ws, const gpu::Context& ctx, uint64_t seed,
+                                uint32_t copies, Fill&& fill) {
+  WriterInputs in;
+  in.wp = writer_params(ws);
+  const uint64_t n = uint64_t(ws.num_kv_heads) * ws.hdim, num_blocks = ceil_div(ws.tokens, ws.block_size);
+  in.k_pool = num_blocks * ws.block_size * n * 2;
+  in.v_pool = num_blocks * in.wp.v_block_stride_bytes;
+  in.in_bytes = uint64_t(ws.tokens) * n * 2;
+  std::mt19937_64 rng(seed + 99);
+  in.slots.resize(ws.tokens);
+  std::iota(in.slots.begin(), in.slots.end(), 0);
+  std::shuffle(in.slots.begin(), in.slots.end(), rng);
+  in.d_slots = gpu::DeviceBuffer(uint64_t(ws.tokens) * 8);
+  in.d_slots.upload(in.slots.data(), uint64_t(ws.tokens) * 8);
+  std::vector<uint16_t> key(ws.tokens * n), value(ws.tokens * n);
   for (uint32_t c = 0; c < copies; ++c) {
-    sets.push_back({gpu::DeviceBuffer(in_bytes), gpu::DeviceBuffer(in_bytes), gpu::DeviceBuffer(k_pool),
-                    gpu::DeviceBuffer(v_pool)});
-    I.fill_bf16(sets.back().key.ptr(), uint64_t(tokens) * n, I.s.seed * 31 + c, 1.0f);
-    I.fill_bf16(sets.back().value.ptr(), uint64_t(tokens) * n, I.s.seed * 37 + c, 1.0f);
-    sets.back().kc.fill(0xA5, k_pool);
-    sets.back().vc.fill(0x5A, v_pool);
+    WriterSet& st = in.sets.emplace_back();
+    st.key = gpu::DeviceBuffer(in.in_bytes);
+    st.value = gpu::DeviceBuffer(in.in_bytes);
+    st.kc = gpu::DeviceBuffer(in.k_pool);
+    st.vc = gpu::DeviceBuffer(in.v_pool);
+    fill(st.key.ptr(), ws.tokens * n, seed * 31 + c);
+    fill(st.value.ptr(), ws.tokens * n, seed * 37 + c);
+    ctx.synchronize();
+    st.key.download(key.data(), in.in_bytes);
+    st.value.download(value.data(), in.in_bytes);
+    st.want_k.assign(in.k_pool, kKPoison);
+    st.want_v.assign(in.v_pool, kVPoison);
+    reshape_and_cache_model(ws.format, key, value, st.want_k, st.want_v, in.slots, in.wp);
+  }
+  return in;
+}
+
+void poison_pools(WriterInputs& in, const gpu::Context& ctx) {
+  for (WriterSet& st : in.sets) {
+    st.kc.fill(kKPoison, in.k_pool);
+    st.vc.fill(kVPoison, in.v_pool);
+  }
+  ctx.synchronize();
+}
+
+// Pool bytes that differ from the model's, over every set (the whole pools: bytes outside the
+// written rows must keep their poison).
+uint64_t pool_mismatches(const WriterInputs& in) {
+  uint64_t bad = 0;
+  std::vector<uint8_t> got;
+  for (const WriterSet& st : in.sets) {
+    got.resize(in.k_pool);
+    st.kc.download(got.data(), in.k_pool);
+    for (size_t i = 0; i < got.size(); ++i) bad += got[i] != st.want_k[i];
+    got.resize(in.v_pool);
+    st.vc.download(got.data(), in.v_pool);
+    for (size_t i = 0; i < got.size(); ++i) bad += got[i] != st.want_v[i];
+  }
+  return bad;
+}
+
+}  // namespace
+
+std::vector<WriterResult> GpuBench::writers(const WriterShape& ws) {
+  Impl& I = *impl_;
+  const uint32_t n = ws.num_kv_heads * ws.hdim, bits = traits(ws.format).bits;
+  const uint64_t in_bytes = uint64_t(ws.tokens) * n * 2;
+  const uint64_t bytes = 2 * in_bytes + uint64_t(ws.tokens) * (uint64_t(n) * 2 + uint64_t(n) * bits / 8 + n / kGroupSize);
+  const uint64_t pools = (ceil_div(ws.tokens, ws.block_size) * uint64_t(ws.block_size)) *
+                         (uint64_t(n) * 2 + uint64_t(n) * bits / 8 + n / kGroupSize);
+  const uint32_t copies = I.copies_for(2 * in_bytes + pools, 64);
+  WriterInputs in = make_writer_inputs(ws, I.ctx, I.s.seed, copies, [&](uint64_t dst, uint64_t elems, uint64_t sd) {
+    I.fill_bf16(dst, elems, sd, 1.0f);
+  });
+
+  // The copy baseline: the same bytes through DRAM (read + write = bytes), rotating as well.
+  std::vector<gpu::DeviceBuffer> csrc, cdst;
+  for (uint32_t c = 0; c < copies; ++c) {
+    csrc.emplace_back(bytes / 2).fill(0x3C, bytes / 2);
+    cdst.emplace_back(bytes / 2);
   }
   I.ctx.synchronize();
-  const gpu::Function wr = I.fn("writers", "reshape_and_cache_flash_bf16k_" + format_name(f));
-  auto launch = [&](uint32_t c) {
-    gpu::KernelArgs a;
-    gpu::pack_writer_args(a, {sets[c].key.ptr(), sets[c].value.ptr(), sets[c].kc.ptr(), sets[c].vc.ptr(), d_slots.ptr()}, wp);
-    wr.launch({tokens, 1, 1}, {256, 1, 1}, a.params(), 0, &I.stream);
-  };
-  // Conformance on copy 0 before timing: whole pools against the CPU writer model.
-  launch(0);
-  I.stream.synchronize();
-  std::vector<uint16_t> key(uint64_t(tokens) * n), value(uint64_t(tokens) * n);
-  sets[0].key.download(key.data(), in_bytes);
-  sets[0].value.download(value.data(), in_bytes);
-  std::vector<uint8_t> gk(k_pool), gv(v_pool), mk(k_pool, 0xA5), mv(v_pool, 0x5A);
-  sets[0].kc.download(gk.data(), k_pool);
-  sets[0].vc.download(gv.data(), v_pool);
-  reshape_and_cache_model(f, key, value, mk, mv, slots, wp);
-  for (size_t i = 0; i < gk.size(); ++i) r.mismatches += gk[i] != mk[i];
-  for (size_t i = 0; i < gv.size(); ++i) r.mismatches += gv[i] != mv[i];
-  r.conformant = r.mismatches == 0;
-  r.t = I.time_runs([&](int i) { launch(uint32_t(i) % copies); });
-  r.bytes = 2 * in_bytes + uint64_t(tokens) * (uint64_t(n) * 2 + uint64_t(n) * bits / 8 + n / kGroupSize);
-  return r;
+  const Timing copy_t = I.time_runs([&](int i) {
+    const uint32_t c = uint32_t(i) % copies;
+    I.copy_dd(cdst[c].ptr(), csrc[c].ptr(), bytes / 2);
+  });
+
+  std::vector<WriterResult> results;
+  for (bool fast : {false, true}) {
+    WriterResult r;
+    r.shape = ws;
+    r.fast = fast;
+    r.kernel = "reshape_and_cache_flash_bf16k_" + format_name(ws.format) + (fast ? "_fast" : "");
+    r.grid_x = fast ? fastwr::grid_x(ws.tokens, ws.num_kv_heads, ws.hdim) : ws.tokens;
+    r.bytes = bytes;
+    r.copy = copy_t;
+    const gpu::Function f = I.fn(fast ? "writers_fast" : "writers", r.kernel);
+    auto launch = [&](uint32_t c) {
+      const WriterSet& st = in.sets[c];
+      gpu::KernelArgs a;
+      gpu::pack_writer_args(a, {st.key.ptr(), st.value.ptr(), st.kc.ptr(), st.vc.ptr(), in.d_slots.ptr()}, in.wp);
+      if (fast) a.u32("num_tokens", ws.tokens);
+      f.launch({r.grid_x, 1, 1}, {256, 1, 1}, a.params(), 0, &I.stream);
+    };
+    // Every set written once over poison and checked, then the timed runs, then every set again:
+    // the pools the timed launches left must still equal the model's.
+    poison_pools(in, I.ctx);
+    for (uint32_t c = 0; c < copies; ++c) launch(c);
+    I.stream.synchronize();
+    r.mismatches = pool_mismatches(in);
+    r.t = I.time_runs([&](int i) { launch(uint32_t(i) % copies); });
+    r.mismatches += pool_mismatches(in);
+    r.conformant = r.mismatches == 0;
+    r.launches = copies + uint32_t(I.s.warmup + I.s.runs);
+    results.push_back(r);
+  }
+  return results;
 }
 
 }  // namespace tqref::bench

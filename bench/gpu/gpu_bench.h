@@ -31,7 +31,9 @@ struct DecodeShape {
   uint32_t hdim = 128, num_seqs = 32, num_q_heads = 32, num_kv_heads = 8, seq_len = 16384;
   uint32_t block_size = 16;
   float q_sigma = 1.0f;  // q ~ N(0, q_sigma^2), K and V ~ N(0, 1): sets the skip rate
+  std::string model;     // the real model whose head counts these are ("" for synthetic shapes)
   std::string label() const;
+  uint64_t pairs() const { return uint64_t(num_seqs) * num_q_heads * seq_len; }  // (q head, position)
 };
 
 struct DecodeResult {
@@ -46,13 +48,26 @@ struct DecodeResult {
   bool model_checked = false, model_equal = false;  // reference-order kernel vs CPU model, on a sequence subset
 };
 
-struct WriterResult {
+// One writer problem: `tokens` tokens of num_kv_heads x hdim values, scattered over a shuffled
+// slot mapping that uses every slot of the pool once (engine geometry, block size 16).
+struct WriterShape {
   Format format = Format::turbo3v;
-  uint32_t hdim = 128, num_kv_heads = 8, tokens = 0, block_size = 16;
+  uint32_t hdim = 128, num_kv_heads = 8, tokens = 16384, block_size = 16;
+  std::string label() const;
+};
+
+struct WriterResult {
+  WriterShape shape;
+  std::string kernel;     // entry point
+  bool fast = false;      // writers_fast (grid [ceil(tokens / TPC)]) or the reference-order writer
+  uint32_t grid_x = 0;    // grid [grid_x, 1, 1], block [256, 1, 1]
+  uint32_t launches = 0;  // launches of this kernel for this result (checks, warm-up, timed runs)
   Timing t;
+  Timing copy;            // cuMemcpyDtoD moving the same bytes (bytes/2 copied), in the same run
   uint64_t bytes = 0;     // key + value read, K row + V row written
-  bool conformant = false;  // K and V pools equal the CPU writer model byte for byte
-  uint64_t mismatches = 0;
+  bool conformant = false;  // every pool copy equals the CPU writer model, before and after timing
+  uint64_t mismatches = 0;  // differing pool bytes, summed over the checks
+  double fraction_of_copy() const { return t.median_ms > 0 ? copy.median_ms / t.median_ms : 0.0; }
 };
 
 struct CopyResult {
@@ -69,7 +84,9 @@ class GpuBench {
   // The reference-order kernel plus the GQA kernel for every valid heads-per-CTA in `hts` (1, 2, 4).
   std::vector<DecodeResult> decode(const DecodeShape& shape, const std::vector<uint32_t>& hts,
                                    uint32_t model_check_seqs);
-  WriterResult writer(Format f, uint32_t hdim, uint32_t num_kv_heads, uint32_t tokens);
+  // The reference-order writer and the bandwidth writer on the same inputs, each checked against
+  // the CPU model on every pool copy, with the copy baseline of the same bytes.
+  std::vector<WriterResult> writers(const WriterShape& shape);
 
  private:
   struct Impl;

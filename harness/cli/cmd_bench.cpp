@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/gpu/bench_report.h"
+#include "bench/gpu/bench_shapes.h"
 #include "bench/gpu/gpu_bench.h"
 #include "command.h"
 #include "options.h"
@@ -21,70 +22,26 @@ using namespace tqref::cli;
 
 namespace {
 
-// The main shapes (32 seqs x 32/8 heads x 128 at 4k and 16k, 8 seqs at 32k), turbo3v.
-std::vector<bench::DecodeShape> quick_shapes(float q_sigma) {
-  std::vector<bench::DecodeShape> v;
-  for (auto [S, L] : {std::pair{32u, 4096u}, {32u, 16384u}, {8u, 32768u}}) {
-    bench::DecodeShape s;
-    s.num_seqs = S;
-    s.seq_len = L;
-    s.q_sigma = q_sigma;
-    v.push_back(s);
-  }
-  return v;
-}
-
-// Full sweep: formats x HDIM x context at GQA 4, then GQA ratios (MHA, 4, 8, MQA) at 16k, then a
-// peaked q (frequent sparse-V skips).
-std::vector<bench::DecodeShape> full_shapes(float q_sigma) {
-  std::vector<bench::DecodeShape> v;
-  for (Format f : {Format::turbo2v, Format::turbo3v, Format::turbo4v})
-    for (uint32_t hdim : {128u, 256u})
-      for (uint32_t L : {1024u, 4096u, 16384u}) {
-        bench::DecodeShape s;
-        s.format = f;
-        s.hdim = hdim;
-        s.seq_len = L;
-        s.q_sigma = q_sigma;
-        v.push_back(s);
-      }
-  for (uint32_t nkv : {32u, 4u, 1u}) {
-    bench::DecodeShape s;
-    s.num_kv_heads = nkv;
-    s.q_sigma = q_sigma;
-    v.push_back(s);
-  }
-  {
-    bench::DecodeShape s;
-    s.num_seqs = 8;
-    s.seq_len = 32768;
-    s.q_sigma = q_sigma;
-    v.push_back(s);
-    s.num_seqs = 32;
-    s.seq_len = 16384;
-    s.q_sigma = 4.0f * q_sigma;
-    v.push_back(s);
-  }
-  return v;
-}
-
 int cmd_bench(const std::vector<std::string>& args) {
   bool quick = false;
-  std::string json;
+  std::string json, set_name = "full";
   int device = 0;
   float q_sigma = 1.0f;
   uint32_t model_seqs = 2;
   uint32_t only_len = 0;
-  bool no_writer = false;
+  bool no_writer = false, no_decode = false;
   bench::Settings st;
   po::options_description desc(
       "usage: tqref bench [--quick] [--json FILE] [options]\n"
       "  Times the writer and decoder kernels on the GPU (the reference-order kernels and the GQA\n"
       "  variants), after checking every timed kernel bit for bit (GQA decoders against the\n"
-      "  reference-order decoder, that one against the CPU model on a few sequences, the writer\n"
-      "  against the CPU model). Exit 0: all conformant; 1: a mismatch; 4: no GPU");
+      "  reference-order decoder, that one against the CPU model on a few sequences, both writers\n"
+      "  against the CPU model; each writer timed beside a device copy of the same bytes).\n"
+      "  Exit 0: all conformant; 1: a mismatch; 2: bad options; 4: no GPU");
   desc.add_options()("help,h", "this text")("quick", po::bool_switch(&quick),
-                                            "main shapes only (turbo3v, HDIM 128, GQA 4: 32x4k, 32x16k, 8x32k)")(
+                                            "the same as --set quick")(
+      "set", po::value(&set_name)->default_value(set_name),
+      "shape set: quick, full, models (real models' head counts), writers (bench/gpu/bench_shapes.h)")(
       "json", po::value(&json), "write the results as JSON (schema tqref.bench/1)")(
       "runs", po::value(&st.runs)->default_value(st.runs), "timed runs per kernel (median reported)")(
       "warmup", po::value(&st.warmup)->default_value(st.warmup), "untimed runs before timing")(
@@ -97,10 +54,19 @@ int cmd_bench(const std::vector<std::string>& args) {
       "len", po::value(&only_len)->default_value(0),
       "only the decode shapes of this context length (0: all); for profiling one shape")(
       "no-writer", po::bool_switch(&no_writer), "skip the writer benchmarks")(
+      "no-decode", po::bool_switch(&no_decode), "skip the decode benchmarks")(
       "device", po::value(&device)->default_value(0), "CUDA device ordinal");
   po::variables_map vm;
   if (const auto rc = parse_options("tqref bench", args, desc, vm)) return *rc;
   st.rotate_bytes = vm["rotate-mib"].as<uint64_t>() << 20;
+  if (quick) set_name = "quick";
+  bench::ShapeSet shapes;
+  try {
+    shapes = bench::shape_set(set_name, q_sigma);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tqref bench: %s\n", e.what());
+    return kExitUsage;
+  }
   if (st.runs < 1 || st.warmup < 0) {
     std::fprintf(stderr, "tqref bench: --runs must be >= 1 and --warmup >= 0\n");
     return kExitUsage;
@@ -127,23 +93,20 @@ int cmd_bench(const std::vector<std::string>& args) {
   bench::GpuBench b(ctx, st);
   rep.copy = b.copy(1ull << 30);
   std::printf("copy: %.0f GB/s read+write\n", rep.copy.gbps());
-  const auto shapes = quick ? quick_shapes(q_sigma) : full_shapes(q_sigma);
   bool first = true;
-  for (const auto& s : shapes) {
+  for (const auto& s : shapes.decode) {
+    if (no_decode) break;
     if (only_len != 0 && s.seq_len != only_len) continue;
     std::printf("decode %s ...\n", s.label().c_str());
     std::fflush(stdout);
     for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
     first = false;
   }
-  for (uint32_t tokens : {32u, 16384u}) {
+  for (const auto& w : shapes.writer) {
     if (no_writer) break;
-    rep.writer.push_back(b.writer(Format::turbo3v, 128, 8, tokens));
-    if (!quick) {
-      rep.writer.push_back(b.writer(Format::turbo2v, 128, 8, tokens));
-      rep.writer.push_back(b.writer(Format::turbo4v, 128, 8, tokens));
-      rep.writer.push_back(b.writer(Format::turbo3v, 256, 8, tokens));
-    }
+    std::printf("writer %s ...\n", w.label().c_str());
+    std::fflush(stdout);
+    for (auto& r : b.writers(w)) rep.writer.push_back(r);
   }
   if (!json.empty()) bench::write_json(json, rep);
   bench::print_table(rep);

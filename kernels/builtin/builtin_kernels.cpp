@@ -18,6 +18,8 @@ extern const unsigned char tqref_fatbin_decode_fast_hdim256[];
 extern const std::size_t tqref_fatbin_decode_fast_hdim256_size;
 extern const unsigned char tqref_fatbin_bench_util[];
 extern const std::size_t tqref_fatbin_bench_util_size;
+extern const unsigned char tqref_fatbin_writers_fast[];
+extern const std::size_t tqref_fatbin_writers_fast_size;
 
 namespace tqref::kernels {
 
@@ -31,6 +33,7 @@ std::span<const unsigned char> builtin_fatbin(std::string_view name) {
   if (name == "decode_fast_hdim256")
     return {tqref_fatbin_decode_fast_hdim256, tqref_fatbin_decode_fast_hdim256_size};
   if (name == "bench_util") return {tqref_fatbin_bench_util, tqref_fatbin_bench_util_size};
+  if (name == "writers_fast") return {tqref_fatbin_writers_fast, tqref_fatbin_writers_fast_size};
   return {};
 }
 

@@ -41,6 +41,10 @@ inline constexpr BuiltinModule kBuiltinModules[] = {
       "paged_decode_attn_bf16k_turbo3v_gqa_stats", "paged_decode_attn_bf16k_turbo4v_gqa_stats"},
      "GQA decoders (same bits as docs/spec.md section 5), HDIM=256, grid [num_q_heads/HT, num_seqs]"},
     {"bench_util", {"tqref_bench_fill_bf16", nullptr, nullptr}, "tqref bench input generator"},
+    {"writers_fast",
+     {"reshape_and_cache_flash_bf16k_turbo2v_fast", "reshape_and_cache_flash_bf16k_turbo3v_fast",
+      "reshape_and_cache_flash_bf16k_turbo4v_fast"},
+     "bandwidth writers (same bytes as section 4), 14th parameter num_tokens, grid [ceil(num_tokens/TPC)]"},
 };
 
 // The embedded fatbin of module `name`; an empty span when no such module exists.
