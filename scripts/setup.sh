@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that tqref's build, tests, benchmarks and analysis need.
 # Non-interactive and idempotent: packages already present are left alone, and `apt-get update`
-# runs only when something is missing. Run as root (or through sudo).
+# runs only when something is missing. Run as root (or through sudo). TQREF_FUZZ_DEPS=1 also
+# installs the fuzzing toolchain (scripts/fuzz.sh, docs/reliability.md).
 #
 # CUDA is not installed here: the toolkit comes from NVIDIA. When /usr/local/cuda/bin/nvcc (or an
 # nvcc on PATH) exists the build compiles the kernels and the GPU backend; otherwise it is a
@@ -18,6 +19,11 @@ PACKAGES=(
   python3 python3-h5py python3-numpy python3-matplotlib   # analysis/ reports and tests
   python3-pytest python3-torch                     # the Python API's tests, the torch example (docs/python.md)
 )
+# Opt-in: TQREF_FUZZ_DEPS=1 adds what scripts/fuzz.sh needs (clang with libFuzzer and the
+# sanitizer runtimes, and OpenMP for clang); ordinary builds and tests do not use them.
+if [[ "${TQREF_FUZZ_DEPS:-0}" == 1 ]]; then
+  PACKAGES+=(clang-14 libclang-rt-14-dev libomp-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -373,7 +373,22 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
                           "spare_blocks: [0,1,2,3,4,5,6,7,8,9]\npadding_tokens: [0,1,2,3,4,5,6,7,8,9]\n");
   yaml("key_not_scalar.yaml", "? [a, b]\n: 1\n");
   yaml("huge.yaml", "kind: writer\n# " + std::string(size_t(1) << 20, 'x') + "\n");
+  // 40 points of about 6.5 GiB each (65536 tokens of 2 x 4096 values; within the 8 GiB budget one
+  // by one): more than the 256 GiB a sweep may build, refused before anything is built.
+  std::string pads;
+  for (int i = 0; i < 40; ++i) pads += std::string(i ? "," : "") += std::to_string(i);
+  yaml("too_much.yaml", "kind: writer\nhead_dim: 4096\nnum_kv_heads: 2\nnum_tokens: 65536\npadding_tokens: [" +
+                            pads + "]\n");
+  // One 65535-sequence list repeated by YAML aliases (130 KB): each point converts its list anew,
+  // so the sequences over all points are bounded before they are parsed.
+  std::string ones = "1";
+  for (int i = 1; i < 65535; ++i) ones += ",1";
+  std::string aliases;
+  for (int i = 0; i < 100; ++i) aliases += ", *a";
+  yaml("aliases.yaml", "kind: decode\nhead_dim: 128\nnum_kv_heads: 1\nseq_lens: [&a [" + ones + "]" + aliases + "]\n");
   BOOST_TEST_REQUIRE(::mkfifo((dir / "fifo.h5").c_str(), 0600) == 0);
+  fs::create_symlink("ok.h5", dir / "link.h5");  // other names of the input
+  fs::create_hard_link(dir / "ok.h5", dir / "hard.h5");
   struct Cli {
     std::string args;
     int code;
@@ -424,6 +439,8 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       // outputs that would destroy an input, each other, or a device, checked before any work
       {"check ok.h5 --report ok.h5", kUsage, {"--report ok.h5 is the same file as ok.h5"}},
       {"check ok.h5 --report ./sub/../ok.h5", kUsage, {"is the same file as ok.h5"}},
+      {"check ok.h5 --report link.h5", kUsage, {"--report link.h5 is the same file as ok.h5"}},
+      {"check ok.h5 --junit hard.h5", kUsage, {"--junit hard.h5 is the same file as ok.h5"}},
       {"check ok.h5 --report r.json --junit r.json", kUsage, {"--report r.json is the same file as r.json"}},
       {"check ok.h5 --report /dev/null", kUsage, {"--report /dev/null is a character device", "allowed: a regular file"}},
       {"generate --config huge.yaml --out huge.yaml", kUsage, {"--out huge.yaml is the same file as huge.yaml"}},
@@ -439,6 +456,12 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config /dev/zero --out o.h5", kBadInput, {"--config /dev/zero is a character device"}},
       {"generate --config fifo.h5 --out o.h5", kBadInput, {"--config fifo.h5 is a FIFO"}},
       {"generate --config huge.yaml --out o.h5", kBadInput, {"huge.yaml", "allowed: at most 1048576"}},
+      {"generate --config too_much.yaml --out o.h5", kBadInput, {"too_much.yaml", "the sweep's cases need more than",
+                                                                 "allowed: <= 274877906944 (256 GiB"}},
+      {"--max-memory 1G generate --config too_much.yaml --out o.h5", kBadInput,
+       {"sweep point 0", "building the spec", "allowed: at most the memory budget, 1073741824 bytes"}},
+      {"generate --config aliases.yaml --out o.h5", kBadInput,
+       {"aliases.yaml", "key 'seq_lens'", "1114095 sequences over the sweep's points by point 16", "allowed: <= 1048576"}},
       {"quantize --format turbo3v --file /dev/zero", kBadInput, {"--file /dev/zero is a character device"}},
       // the memory budget option
       {"--max-memory 0 check ok.h5", kUsage, {"--max-memory 0", "allowed: 1M"}},
@@ -453,7 +476,7 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
       for (const auto& s : c.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
       BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= c.max_lines, r.output);
-      std::vector<std::string> keep = {"ok.h5", "fifo.h5"};
+      std::vector<std::string> keep = {"ok.h5", "fifo.h5", "link.h5", "hard.h5"};
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".yaml") keep.push_back(e.path().filename().string());
       const auto extra = leftovers(dir, keep);

@@ -15,9 +15,13 @@
 #include <iterator>
 #include <sstream>
 
+#include "cases/builders.h"
+#include "cases/spec_checks.h"
+#include "cases/suites.h"
 #include "gpu/deadline_wait.h"
 #include "gpu/launch_fault_policy.h"
 #include "io/atomic_output.h"
+#include "io/ex2_profile_io.h"
 #include "io/input_file.h"
 #include "io/isolated_call.h"
 
@@ -27,6 +31,8 @@ using namespace tqref::common;
 extern "C" int tqref_fuzz_golden_reader(const uint8_t* data, size_t size);
 extern "C" int tqref_fuzz_trace_reader(const uint8_t* data, size_t size);
 extern "C" int tqref_fuzz_sweep_config(const uint8_t* data, size_t size);
+extern "C" int tqref_fuzz_ex2_profile(const uint8_t* data, size_t size);
+extern "C" int tqref_fuzz_isolated_reader(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -49,6 +55,22 @@ size_t count_files(const fs::path& d) {
 int run(const std::string& cmd) {
   const int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+
+template <class T>
+uint64_t bytes_of(const std::vector<T>& v) { return uint64_t(v.size()) * sizeof(T); }
+
+// Every buffer a built case holds, in bytes.
+uint64_t case_bytes(const tqref::golden::GoldenCase& c) {
+  const auto& w = c.w;
+  const auto& d = c.d;
+  return bytes_of(w.key) + bytes_of(w.value) + bytes_of(w.slot_mapping) + bytes_of(w.k_init) + bytes_of(w.v_init) +
+         bytes_of(w.k_expected) + bytes_of(w.v_expected) + bytes_of(d.q) + bytes_of(d.block_tables) +
+         bytes_of(d.seq_lens) + bytes_of(d.k_init) + bytes_of(d.v_init) + bytes_of(d.out_init) +
+         bytes_of(d.out_expected) + bytes_of(d.diag.skip_offsets) + bytes_of(d.diag.skip_mask) +
+         bytes_of(d.diag.skip_count) + bytes_of(d.diag.m) + bytes_of(d.diag.l) + bytes_of(d.diag.out_f32) +
+         bytes_of(d.diag.ref_dequantised) + bytes_of(d.diag.ref_unquantised);
 }
 
 }  // namespace
@@ -216,7 +238,7 @@ BOOST_AUTO_TEST_CASE(isolated_call_contains_crashes_and_hangs) {
   r = run_isolated([](std::string& out, const IsolatedNote&) { out.assign(5000, 'y'); return true; }, {5.0, 4096});
   BOOST_TEST((r.status == S::too_large));
   auto t0 = std::chrono::steady_clock::now();
-  r = run_isolated([](std::string&, const IsolatedNote& note) { note("spinning"); for (volatile int spin = 0;; spin = spin + 1) {} return true; },
+  r = run_isolated([](std::string&, const IsolatedNote& note) { note("spinning"); volatile int spin = 0; for (;;) spin = spin + 1; return true; },
                    {0.3, size_t(1) << 20});
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST((r.status == S::timed_out));
@@ -287,6 +309,41 @@ BOOST_AUTO_TEST_CASE(golden_bytes_independent_of_thread_count) {
   fs::remove_all(d);
 }
 
+// Would catch: a built-in suite spec outside the generator's limits or the default budget; a
+// memory estimate (common::memory_bytes, which the memory budget, the generator's batches and the
+// sweep total rely on) below what the built cases really hold, e.g. a pad, spare
+// or diagnostic buffer left out, or the threshold specs' own sequences ignored; or one far above
+// them. Every smoke spec, and the same specs with every pad and spare raised, are built and their
+// buffers counted.
+BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
+  using namespace tqref;
+  // The built-in suites are not checked at run time (sweep points are): every spec within the
+  // generator's limits and the default memory budget, so each fits a batch alone.
+  for (const char* suite : {"smoke", "standard", "stress", "models", "pools"})
+    for (const golden::CaseSpec& s : golden::suite_specs(suite))
+      BOOST_TEST(check_spec(s).empty(), suite << ": " << check_spec(s));
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  std::vector<golden::CaseSpec> specs = golden::suite_specs("smoke");
+  const size_t n = specs.size();
+  for (size_t i = 0; i < n; ++i) {
+    golden::CaseSpec s = specs[i];
+    s.padding_tokens += 37, s.key_pad += 64, s.value_pad += 48, s.q_pad += 40, s.v_data_pad += 300;
+    s.v_block_pad += 500, s.spare_blocks += 20, s.spare_table_entries += 9;
+    specs.push_back(s);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    BOOST_TEST_REQUIRE(check_spec(specs[i]).empty(), check_spec(specs[i]));
+    uint64_t built = 0;
+    for (const golden::GoldenCase& c : golden::build_cases(specs[i], i, 1000 + i, &ex2)) built += case_bytes(c);
+    BOOST_TEST(built <= memory_bytes(specs[i]), "spec " << i << ": built " << built << " bytes, estimate "
+                                                         << memory_bytes(specs[i]));
+    // The estimate counts the builder's working pools too (1.3-2.1x the stored bytes here); one
+    // far above would refuse sweeps that fit.
+    BOOST_TEST(memory_bytes(specs[i]) <= 4 * built, "spec " << i << ": estimate " << memory_bytes(specs[i])
+                                                             << " bytes for " << built << " built");
+  }
+}
+
 // Would catch: a fixed fuzz finding coming back. Every input in tests/fuzz/regressions/<target>/
 // (what the fuzzers found, docs/reliability.md) and every seed is replayed through the fuzz
 // target's own entry point, which aborts on anything but a clean refusal or a valid result.
@@ -295,7 +352,9 @@ BOOST_AUTO_TEST_CASE(fuzz_findings_replayed) {
   size_t replayed = 0;
   for (const auto& [dir, fn] : {std::pair{"fuzz_golden_reader", &tqref_fuzz_golden_reader},
                                 std::pair{"fuzz_trace_reader", &tqref_fuzz_trace_reader},
-                                std::pair{"fuzz_sweep_config", &tqref_fuzz_sweep_config}}) {
+                                std::pair{"fuzz_ex2_profile", &tqref_fuzz_ex2_profile},
+                                std::pair{"fuzz_sweep_config", &tqref_fuzz_sweep_config},
+                                std::pair{"fuzz_isolated_reader", &tqref_fuzz_isolated_reader}}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& e : fs::directory_iterator(root / dir)) {
       BOOST_TEST_CHECKPOINT("replaying " << e.path());

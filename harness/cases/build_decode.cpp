@@ -63,10 +63,9 @@ void split3(float x, uint16_t out[3]) {
 // The spec as built: threshold specs get their fixed sequences; checks what the builder needs.
 CaseSpec decode_spec(const CaseSpec& in, const std::string& name) {
   CaseSpec spec = in;
-  if (spec.dist == Dist::threshold) {  // singles (chunk 2) and batches (chunk 4) with anchor score 0
-    spec.seq_lens = {16, 32};           // at each chunk start
-    spec.sliding_window = 0;
-  }
+  // Threshold specs: singles (chunk 2) and batches (chunk 4) with anchor score 0 at each chunk start.
+  spec.seq_lens = built_seq_lens(in);
+  if (spec.dist == Dist::threshold) spec.sliding_window = 0;
   // Generated cases launch the build the engine's dispatch picks (engine_hdim); a head_dim below
   // it is outside the contract and follows docs/spec.md section 5.1.
   if (spec.head_dim % kGroupSize != 0 || check_engine_head_dim(spec.head_dim))

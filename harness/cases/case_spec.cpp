@@ -24,6 +24,10 @@ bool parse_dist(const std::string& s, Dist* d) {
     }
   return false;
 }
+std::vector<int32_t> built_seq_lens(const CaseSpec& s) {
+  return s.dist == Dist::threshold ? std::vector<int32_t>{16, 32} : s.seq_lens;
+}
+
 std::string dist_names_list() {
   std::string r;
   for (int i = 0; i < kNumDists; ++i) r += std::string(i ? ", " : "") + kDistNames[i];

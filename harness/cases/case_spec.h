@@ -72,6 +72,10 @@ struct CaseSpec {
                                      // data/models/attention.yaml); appended to the case name
 };
 
+// The sequences a decode spec builds: threshold specs get fixed ones, 16 and 32 positions (one
+// sequence at each probe chunk's start, cases/build_decode.cpp), whatever their seq_lens say.
+std::vector<int32_t> built_seq_lens(const CaseSpec& s);
+
 // "gaussian, student_t, ..., fma_sensitive": the allowed values of a `dist` key.
 std::string dist_names_list();
 

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "cases/spec_checks.h"
+#include "io/memory_budget.h"
 #include "cases/suites.h"
 
 namespace tqref::golden {
@@ -25,6 +26,10 @@ namespace {
 
 // Points (specs) one sweep file may describe.
 constexpr uint64_t kMaxSweepPoints = 100000;
+// seq_lens entries summed over the points: each point converts its list anew, and YAML aliases let
+// a 250 KB file repeat one 65535-entry list 40000 times (minutes of parsing before the memory
+// bound above stops it).
+constexpr uint64_t kMaxSweepSequences = uint64_t(1) << 20;
 
 using Setter = std::function<void(CaseSpec&, const YAML::Node&)>;
 
@@ -177,6 +182,8 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
     }
   }
   std::vector<CaseSpec> out;
+  uint64_t total = 0;      // memory_bytes summed: what the generator will build and write
+  uint64_t sequences = 0;  // seq_lens entries summed, counted before each list is converted
   for (CaseKind kind : kinds) {
     const std::vector<const Axis*> used = used_axes(kind);
     std::vector<size_t> idx(used.size(), 0);
@@ -187,12 +194,26 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
       else s.seq_lens = {0, 1, 37};
       for (size_t i = 0; i < used.size(); ++i) {
         *key_at = used[i]->first;
-        set.at(used[i]->first)(s, used[i]->second[idx[i]]);
+        const YAML::Node& value = used[i]->second[idx[i]];
+        if (used[i]->first == "seq_lens" && value.IsSequence()) {
+          sequences += value.size();  // each list is at most the 1 MiB file: no overflow before the check
+          if (sequences > kMaxSweepSequences)
+            bad(file, "seq_lens", std::to_string(sequences) + " sequences over the sweep's points by point " +
+                                      std::to_string(out.size()) + "; allowed: <= " +
+                                      std::to_string(kMaxSweepSequences) + " in all (split it into several files)");
+        }
+        set.at(used[i]->first)(s, value);
       }
       // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is built.
       if (const std::string why = common::check_spec(s); !why.empty())
         throw std::invalid_argument(file + ": sweep point " + std::to_string(out.size()) + " (" +
                                     kind_name(kind) + "): " + why);
+      // Bounded as the points are made, so a sweep of huge points stops before it fills memory.
+      total = add_sat(total, common::memory_bytes(s));
+      if (total > common::kMaxSweepBytes)
+        throw std::invalid_argument(file + ": the sweep's cases need more than " + std::to_string(total) +
+                                    " bytes by point " + std::to_string(out.size()) + "; allowed: <= " +
+                                    std::to_string(common::kMaxSweepBytes) + " (256 GiB; split it into several files)");
       out.push_back(s);
       size_t i = used.size();
       while (i > 0 && ++idx[i - 1] == used[i - 1]->second.size()) idx[--i] = 0;

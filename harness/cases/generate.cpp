@@ -9,6 +9,8 @@
 
 #include "cases/builders.h"
 #include "cases/rng.h"
+#include "cases/spec_checks.h"
+#include "io/memory_budget.h"
 
 namespace tqref::golden {
 
@@ -30,13 +32,18 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
     h5::write_file_atomic(opt.out, [&](const h5::Node& root) {
       write_provenance(root, prov);
       h5::Node cases = root.create_group("cases");
-      // Batches of a few specs per thread: built in parallel, written in order; memory stays
-      // bounded by one batch of cases.
+      // Batches of up to two specs per thread whose cases fit the memory budget together (at
+      // least one spec: each fits alone, sweep points by check_spec, the built-in suites by
+      // test_reliability): built in parallel, written in order.
       const int threads = std::max(1, opt.threads);
       const size_t batch = size_t(threads) * 2;
-      for (size_t b0 = 0; b0 < mine.size(); b0 += batch) {
+      for (size_t b0 = 0, nb = 0; b0 < mine.size(); b0 += nb) {
         if (opt.cancel && opt.cancel->load()) throw Cancelled{};
-        const size_t nb = std::min(batch, mine.size() - b0);
+        uint64_t bytes = common::memory_bytes(specs[mine[b0]]);
+        for (nb = 1; nb < batch && b0 + nb < mine.size(); ++nb) {
+          bytes = add_sat(bytes, common::memory_bytes(specs[mine[b0 + nb]]));
+          if (bytes > memory_budget()) break;
+        }
         std::vector<std::vector<GoldenCase>> built(nb);
         std::vector<std::exception_ptr> errors(nb);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

@@ -1,5 +1,8 @@
 #include "cases/spec_checks.h"
 
+#include <algorithm>
+
+#include "io/memory_budget.h"
 #include "tqref/contract.h"
 #include "tqref/format.h"
 
@@ -41,24 +44,46 @@ std::string check_spec(const golden::CaseSpec& s) {
   if (!(e = over("spare_blocks", s.spare_blocks, 0, 1u << 16)).empty()) return e;
   if (!(e = over("spare_table_entries", s.spare_table_entries, 0, 1u << 16)).empty()) return e;
   if (dec && !(e = over("number of seq_lens", s.seq_lens.size(), 0, kMaxGridY)).empty()) return e;
-  // Positions written: the writer's tokens, or every sequence's positions for a decode pair.
-  uint64_t positions = s.num_tokens;
-  if (dec) {
-    positions = 0;
-    for (size_t i = 0; i < s.seq_lens.size(); ++i) {
-      if (s.seq_lens[i] < 0 || s.seq_lens[i] > (1 << 20))
-        return "seq_lens[" + str(i) + "] = " + std::to_string(s.seq_lens[i]) + "; allowed: 0 .. 2^20";
-      positions += uint64_t(s.seq_lens[i]);
-    }
-  }
+  for (size_t i = 0; i < s.seq_lens.size(); ++i)
+    if (dec && (s.seq_lens[i] < 0 || s.seq_lens[i] > (1 << 20)))
+      return "seq_lens[" + str(i) + "] = " + std::to_string(s.seq_lens[i]) + "; allowed: 0 .. 2^20";
+  // Positions written: the writer's tokens, or every built sequence's positions for a decode pair.
+  const std::vector<int32_t> lens = dec ? golden::built_seq_lens(s) : std::vector<int32_t>{};
+  uint64_t positions = dec ? 0 : s.num_tokens;
+  for (int32_t L : lens) positions += uint64_t(L);
   // Blocks: every position in its own block at worst (block tables round up per sequence), plus spares.
-  const uint64_t blocks = positions / s.block_size + s.seq_lens.size() + 1 + s.spare_blocks;
+  const uint64_t blocks = positions / s.block_size + lens.size() + 1 + s.spare_blocks;
   const uint64_t n = uint64_t(s.num_kv_heads) * s.head_dim;
   const uint64_t k_pool = blocks * s.block_size * n * 2;
   if (k_pool > kMaxSpecPoolBytes)
     return "K pool of about " + str(k_pool) + " bytes (positions " + str(positions) + ", block_size " +
            str(s.block_size) + ", num_kv_heads*head_dim " + str(n) + "); allowed: <= 2^32 bytes per case";
-  return "";
+  return over_budget(memory_bytes(s), "building the spec (pools, inputs and outputs, pads and spares)");
+}
+
+uint64_t memory_bytes(const golden::CaseSpec& s) {
+  const bool dec = s.kind == CaseKind::decode;
+  const std::vector<int32_t> lens = dec ? golden::built_seq_lens(s) : std::vector<int32_t>{};
+  uint64_t positions = dec ? 0 : add_sat(s.num_tokens, s.padding_tokens), longest = 0;
+  for (int32_t L : lens)
+    if (L > 0) positions = add_sat(positions, uint64_t(L)), longest = std::max<uint64_t>(longest, uint64_t(L));
+  const uint64_t B = s.block_size, n = mul_sat(s.num_kv_heads, s.head_dim), S = lens.size();
+  const uint64_t blocks = add_sat(add_sat(positions / std::max<uint64_t>(B, 1), S + 1), s.spare_blocks);
+  const uint64_t k_pool = mul_sat(mul_sat(blocks, B), mul_sat(n, 2));
+  const uint64_t v_stride = add_sat(add_sat(mul_sat(B, n), s.v_data_pad), s.v_block_pad);  // >= codes + scales
+  const uint64_t v_pool = mul_sat(blocks, v_stride);
+  const uint64_t rows = positions, strides = add_sat(mul_sat(n, 2), add_sat(s.key_pad, s.value_pad));
+  // The writer case: key and value rows, slots, two of each pool, and the builder's working pools.
+  uint64_t bytes = add_sat(mul_sat(rows, add_sat(mul_sat(strides, 2), 8)), mul_sat(add_sat(k_pool, v_pool), 3));
+  if (!dec) return bytes;
+  const uint64_t qh = mul_sat(s.num_kv_heads, s.q_per_kv), out = mul_sat(mul_sat(S, qh), s.head_dim);
+  const uint64_t table = mul_sat(S, add_sat(longest / std::max<uint64_t>(B, 1) + 1, s.spare_table_entries));
+  // The decode case: its own pools, q, tables, outputs (bf16 x2, fp32, fp64 references x2) and
+  // the skip masks of every (row, position).
+  const uint64_t decode = add_sat(add_sat(add_sat(k_pool, v_pool), mul_sat(add_sat(mul_sat(qh, s.head_dim), s.q_pad),
+                                                                           mul_sat(S, 2))),
+                                  add_sat(add_sat(mul_sat(table, 4), mul_sat(out, 24)), mul_sat(positions, qh)));
+  return add_sat(bytes, decode);
 }
 
 }  // namespace tqref::common

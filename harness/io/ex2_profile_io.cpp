@@ -63,7 +63,9 @@ std::string ex2_profile_id_problem(const std::string& id) {
   return "'" + printable(id) + "'; allowed: <arch>-ex2-v1-<12 hex digits> (e.g. sm_90-ex2-v1-b16c2a8bd78f)";
 }
 
-std::vector<uint32_t> ex2_reference_table() {
+namespace {
+
+std::vector<uint32_t> compute_reference_table() {
   double c[24];
   c[23] = 0.5;
   c[22] = std::sqrt(0.5);  // IEEE sqrt is correctly rounded: deterministic
@@ -90,6 +92,13 @@ std::vector<uint32_t> ex2_reference_table() {
   return r;
 }
 
+}  // namespace
+
+const std::vector<uint32_t>& ex2_reference_table() {
+  static const std::vector<uint32_t> table = compute_reference_table();
+  return table;
+}
+
 std::string ex2_table_hash(const std::vector<uint32_t>& frac_bits) {
   uint64_t h = 0xCBF29CE484222325ull;
   for (uint32_t v : frac_bits)
@@ -108,7 +117,7 @@ std::string ex2_profile_id(const std::string& arch, const std::vector<uint32_t>&
 
 void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Provenance& prov) {
   const std::vector<uint32_t>& f = p.fraction_table();
-  const std::vector<uint32_t> ref = ex2_reference_table();
+  const std::vector<uint32_t>& ref = ex2_reference_table();
   std::vector<int8_t> delta(f.size());
   for (size_t k = 0; k < f.size(); ++k) {
     int64_t d = int64_t(f[k]) - int64_t(ref[k]);

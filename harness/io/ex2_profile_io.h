@@ -39,7 +39,8 @@ inline constexpr const char* kEx2Structure = "mufu-ex2-ftz-fraction23-v1";
 // Reference bit pattern for F[k], k in [0, 2^23]: float(A[k >> 11] * B[k & 2047]) where A and B
 // are products of c_j = 2^(-2^j / 2^23) over the set bits, c_22 = sqrt(0.5), c_{j-1} = sqrt(c_j),
 // c_23 = 0.5; IEEE double, products in increasing bit order. Deterministic on any IEEE host.
-std::vector<uint32_t> ex2_reference_table();
+// Computed once per process (2^23 + 1 entries).
+const std::vector<uint32_t>& ex2_reference_table();
 
 // FNV-1a 64 over the table's little-endian bytes, as 16 hex digits.
 std::string ex2_table_hash(const std::vector<uint32_t>& frac_bits);

@@ -171,7 +171,8 @@ IsolatedResult run_isolated(const std::function<bool(std::string&, const Isolate
   std::string pending;
   char buf[65536];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    // Rounded up: a truncated remainder would stop the child up to 1 ms before its deadline.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0) {
       r.status = IsolatedResult::Status::timed_out;
       break;

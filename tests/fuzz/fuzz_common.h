@@ -8,6 +8,19 @@
 #include <cstdlib>
 #include <string>
 
+#include "io/hdf5_validate.h"
+
+// The HDF5 targets run the validating pass over each input in the fuzzer's own process
+// (h5::set_validation_in_process), so that libFuzzer sees its coverage and its crashes and runs
+// at full speed; a libhdf5 crash found this way is contained by the isolated pass in tqref
+// (docs/reliability.md). libFuzzer calls LLVMFuzzerInitialize once; test_reliability, which
+// replays the findings through the same entry points with the isolation on, renames it.
+#define TQREF_FUZZ_VALIDATE_IN_PROCESS                                   \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                   \
+    tqref::h5::set_validation_in_process(true);                          \
+    return 0;                                                            \
+  }
+
 namespace tqref::fuzz {
 
 inline const std::string& scratch_path(const char* suffix) {

@@ -1,6 +1,7 @@
 // libFuzzer target: trace files (docs/trace-schema.md) from arbitrary bytes. validate_trace must
 // report problems as messages (never throw), and read_trace, called only on a file it accepted,
-// must succeed with shapes that agree with the metadata. Anything else is a finding.
+// must succeed with shapes that agree with the metadata. Anything else is a finding. The
+// validating pass runs in this process (fuzz_common.h).
 #include <cstdlib>
 #include <stdexcept>
 
@@ -8,6 +9,8 @@
 #include "io/trace_file.h"
 
 using namespace tqref;
+
+TQREF_FUZZ_VALIDATE_IN_PROCESS
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_path(".trace.h5");
