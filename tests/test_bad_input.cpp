@@ -386,6 +386,11 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
   std::string aliases;
   for (int i = 0; i < 100; ++i) aliases += ", *a";
   yaml("aliases.yaml", "kind: decode\nhead_dim: 128\nnum_kv_heads: 1\nseq_lens: [&a [" + ones + "]" + aliases + "]\n");
+  // A user's model table (generate --suite models --models) whose one model has 2^16 kv heads of
+  // head_dim 256: pools of gigabytes per block, refused like a sweep point.
+  yaml("models.yaml", "schema: 1\nmodels:\n  - name: Huge\n    source: x\n    checked: x\n    num_q_heads: 65536\n"
+                      "    num_kv_heads: 65536\n    head_dim: 256\n    head_dim_field: head_dim\n    hidden_size: 1\n"
+                      "    sliding_windows: []\n    layer_pattern: none\n    context: 4096\n");
   BOOST_TEST_REQUIRE(::mkfifo((dir / "fifo.h5").c_str(), 0600) == 0);
   fs::create_symlink("ok.h5", dir / "link.h5");  // other names of the input
   fs::create_hard_link(dir / "ok.h5", dir / "hard.h5");
@@ -456,12 +461,14 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config /dev/zero --out o.h5", kBadInput, {"--config /dev/zero is a character device"}},
       {"generate --config fifo.h5 --out o.h5", kBadInput, {"--config fifo.h5 is a FIFO"}},
       {"generate --config huge.yaml --out o.h5", kBadInput, {"huge.yaml", "allowed: at most 1048576"}},
-      {"generate --config too_much.yaml --out o.h5", kBadInput, {"too_much.yaml", "the sweep's cases need more than",
+      {"generate --config too_much.yaml --out o.h5", kBadInput, {"too_much.yaml", "sweep point 39 (writer): the file's cases need more than",
                                                                  "allowed: <= 274877906944 (256 GiB"}},
       {"--max-memory 1G generate --config too_much.yaml --out o.h5", kBadInput,
        {"sweep point 0", "building the spec", "allowed: at most the memory budget, 1073741824 bytes"}},
       {"generate --config aliases.yaml --out o.h5", kBadInput,
        {"aliases.yaml", "key 'seq_lens'", "1114095 sequences over the sweep's points by point 16", "allowed: <= 1048576"}},
+      {"generate --suite models --models models.yaml --out o.h5", kBadInput,
+       {"models.yaml: model 'Huge'", "num_kv_heads = 65536; allowed: 1 .. 128"}},
       {"quantize --format turbo3v --file /dev/zero", kBadInput, {"--file /dev/zero is a character device"}},
       // the memory budget option
       {"--max-memory 0 check ok.h5", kUsage, {"--max-memory 0", "allowed: 1M"}},

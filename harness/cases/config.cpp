@@ -17,7 +17,6 @@
 #include <stdexcept>
 
 #include "cases/spec_checks.h"
-#include "io/memory_budget.h"
 #include "cases/suites.h"
 
 namespace tqref::golden {
@@ -182,7 +181,7 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
     }
   }
   std::vector<CaseSpec> out;
-  uint64_t total = 0;      // memory_bytes summed: what the generator will build and write
+  common::SpecTotal total;
   uint64_t sequences = 0;  // seq_lens entries summed, counted before each list is converted
   for (CaseKind kind : kinds) {
     const std::vector<const Axis*> used = used_axes(kind);
@@ -204,16 +203,11 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
         }
         set.at(used[i]->first)(s, value);
       }
-      // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is built.
-      if (const std::string why = common::check_spec(s); !why.empty())
+      // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is
+      // built; the total bounded as the points are made, so a sweep of huge points stops early.
+      if (const std::string why = total.add(s); !why.empty())
         throw std::invalid_argument(file + ": sweep point " + std::to_string(out.size()) + " (" +
                                     kind_name(kind) + "): " + why);
-      // Bounded as the points are made, so a sweep of huge points stops before it fills memory.
-      total = add_sat(total, common::memory_bytes(s));
-      if (total > common::kMaxSweepBytes)
-        throw std::invalid_argument(file + ": the sweep's cases need more than " + std::to_string(total) +
-                                    " bytes by point " + std::to_string(out.size()) + "; allowed: <= " +
-                                    std::to_string(common::kMaxSweepBytes) + " (256 GiB; split it into several files)");
       out.push_back(s);
       size_t i = used.size();
       while (i > 0 && ++idx[i - 1] == used[i - 1]->second.size()) idx[--i] = 0;

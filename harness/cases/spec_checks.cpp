@@ -61,6 +61,14 @@ std::string check_spec(const golden::CaseSpec& s) {
   return over_budget(memory_bytes(s), "building the spec (pools, inputs and outputs, pads and spares)");
 }
 
+std::string SpecTotal::add(const golden::CaseSpec& s) {
+  if (std::string why = check_spec(s); !why.empty()) return why;
+  bytes_ = add_sat(bytes_, memory_bytes(s));
+  if (bytes_ <= kMaxSweepBytes) return "";
+  return "the file's cases need more than " + str(bytes_) + " bytes by this one; allowed: <= " + str(kMaxSweepBytes) +
+         " (256 GiB; split it into several files)";
+}
+
 uint64_t memory_bytes(const golden::CaseSpec& s) {
   const bool dec = s.kind == CaseKind::decode;
   const std::vector<int32_t> lens = dec ? golden::built_seq_lens(s) : std::vector<int32_t>{};

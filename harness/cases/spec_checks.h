@@ -25,4 +25,15 @@ uint64_t memory_bytes(const golden::CaseSpec& s);
 // The sum of memory_bytes over one sweep file: the data the generator will build and write.
 inline constexpr uint64_t kMaxSweepBytes = uint64_t(256) << 30;
 
+// The specs of one file (a YAML sweep, a user's model table), checked as they are made: each
+// against check_spec, their memory_bytes summed against kMaxSweepBytes.
+class SpecTotal {
+ public:
+  // "" or the problem of the spec or of the total so far.
+  std::string add(const golden::CaseSpec& s);
+
+ private:
+  uint64_t bytes_ = 0;
+};
+
 }  // namespace tqref::common

@@ -14,6 +14,7 @@
 
 #include "cases/generate.h"
 #include "cases/model_table.h"
+#include "cases/spec_checks.h"
 #include "cases/suites.h"
 #include "command.h"
 #include "options.h"
@@ -21,6 +22,7 @@
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
 #include "io/input_file.h"
+#include "io/text_escape.h"
 #include "tqref/build_info.h"
 
 namespace po = boost::program_options;
@@ -109,6 +111,13 @@ int cmd_generate(const std::vector<std::string>& args) {
       if (!models.empty()) prov.config_yaml = read_text_input(models, "--models");  // regular, <= 1 MiB
       const std::string where = models.empty() ? "data/models/attention.yaml (built in)" : models;
       specs = models_suite(models.empty() ? builtin_model_table() : parse_model_table(prov.config_yaml, where));
+      // A user's table is checked like a sweep (the built-in one by test_reliability): a model
+      // of 2^31 heads is refused here, not by the allocator.
+      common::SpecTotal total;
+      for (size_t i = 0; !models.empty() && i < specs.size(); ++i)
+        if (const std::string why = total.add(specs[i]); !why.empty())
+          throw std::invalid_argument(where + ": model '" + printable(specs[i].label) + "' (" +
+                                      kind_name(specs[i].kind) + " spec " + std::to_string(i) + "): " + why);
       prov.suite = suite;
     } else {
       specs = suite_specs(suite);
