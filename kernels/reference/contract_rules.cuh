@@ -15,6 +15,23 @@
 namespace tqref::gpu {
 
 struct ContractRules {
+  // ---- Arithmetic (docs/spec.md section 1): every product, sum, quotient and square root of
+  // the kernels is one of these, one IEEE binary32 operation rounded to nearest-even. The _rn
+  // intrinsics make the bits independent of nvcc's flags; the plain-operator build of
+  // kernels/testing/mutants/plain_rules.cuh writes them as the published kernels do (a * b,
+  // a / b, sqrtf), where --fmad, -ftz, -prec-div and -prec-sqrt decide the bits.
+  static __device__ __forceinline__ float f32_mul(float a, float b) { return __fmul_rn(a, b); }
+  static __device__ __forceinline__ float f32_add(float a, float b) { return __fadd_rn(a, b); }
+  static __device__ __forceinline__ float f32_sub(float a, float b) { return __fsub_rn(a, b); }
+  static __device__ __forceinline__ float f32_div(float a, float b) { return __fdiv_rn(a, b); }
+  static __device__ __forceinline__ float f32_sqrt(float a) { return __fsqrt_rn(a); }
+
+  // ---- Pool addressing (section 3): offsets into the K and V pools in 64 bits (pools of
+  // production size pass 2^32 bytes; mutant offset32 truncates here).
+  static __device__ __forceinline__ uint64_t pool_offset(uint64_t elements_or_bytes) {
+    return elements_or_bytes;
+  }
+
   // ---- Cache layout (docs/spec.md section 3), used by the writer and the decoder ----
 
   // The slot_mapping entry of token t (the CTA's blockIdx.x).

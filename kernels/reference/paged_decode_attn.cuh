@@ -16,8 +16,11 @@
 #include "contract_rules.cuh"
 
 // HDIM: the compile-time head dimension of this build (128 or 256). Addressing uses the runtime
-// head_dim; lanes always cover HDIM dims, so a launch with head_dim != HDIM reads and writes
-// the wrong elements exactly as the published kernels do (docs/spec.md section 5).
+// head_dim. A launch with head_dim != HDIM follows the extension of docs/spec.md section 5.1:
+// head_dim < HDIM (a multiple of 16): lanes whose dims lie at or above head_dim are inactive
+// (score part +0, no global loads or stores), which equals the HDIM build on zero-padded q and
+// K; any other head_dim: every output row of a sequence with L > 0 is bf16 NaN. Either way the
+// kernel touches only the buffers the launch describes.
 #ifndef HDIM
 #error "HDIM must be defined (128 or 256)"
 #endif
@@ -34,6 +37,7 @@ struct DecodeCtx {
   uint32_t head_dim, block_size, num_kv_heads, kvh;
   uint64_t v_block_stride, v_data_section;
   bool k_aligned;  // k_cache 16-byte aligned: vector loads allowed
+  bool active;     // this lane's dims lie below head_dim (docs/spec.md section 5.1)
 };
 
 // Loads VEC bf16 values as f32 (exact). `aligned` is warp-uniform: with D a multiple of 16 and
@@ -70,16 +74,21 @@ __device__ __forceinline__ float score(const float (&qf)[VEC], const float (&kf)
 #pragma unroll
   for (uint32_t i = 0; i < VEC / 2; ++i)
     part = R::add_pair_products(part, qf[2 * i], kf[2 * i], qf[2 * i + 1], kf[2 * i + 1]);
-  return __fmul_rn(R::butterfly_sum(part), inv_sqrt_d);
+  return R::f32_mul(R::butterfly_sum(part), inv_sqrt_d);
 }
 
 // K row of position p (physical block `phys`, slot `slot`) for this lane's dims.
-template <uint32_t VEC>
+template <uint32_t VEC, class R>
 __device__ __forceinline__ void load_k(const DecodeCtx& c, int32_t phys, uint32_t slot,
                                        uint32_t lane, float (&kf)[VEC]) {
+  if (!c.active) {  // section 5.1: an inactive lane's q and K are +0, its part +0
+#pragma unroll
+    for (uint32_t i = 0; i < VEC; ++i) kf[i] = 0.0f;
+    return;
+  }
   const uint64_t row = (static_cast<uint64_t>(static_cast<int64_t>(phys)) * c.block_size + slot) *
                            c.num_kv_heads + c.kvh;
-  load_bf16<VEC>(c.k_cache + row * c.head_dim + lane * VEC, c.k_aligned, kf);
+  load_bf16<VEC>(c.k_cache + R::pool_offset(row * c.head_dim + lane * VEC), c.k_aligned, kf);
 }
 
 // dequant(p) for this lane's dims: v[i] = f32(f32(fp16(CB)[code_i]) * gs). Reads exactly the
@@ -88,10 +97,15 @@ template <Format F, uint32_t VEC, class R>
 __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32_t slot,
                                         uint32_t lane, const float* s_cb16, float (&v)[VEC]) {
   constexpr uint32_t kBits = FormatConst<F>::bits;
+  if (!c.active) {  // section 5.1: no V for an inactive lane (its o is never observed)
+#pragma unroll
+    for (uint32_t i = 0; i < VEC; ++i) v[i] = 0.0f;
+    return;
+  }
   const uint64_t n = static_cast<uint64_t>(c.num_kv_heads) * c.head_dim;
   const uint64_t vstride = R::v_block_stride(c.v_block_stride, c.v_data_section, c.block_size, n);
   const uint64_t data_section = R::scale_section(c.v_data_section, c.block_size, n, kBits);
-  const uint8_t* vblk = c.v_cache + static_cast<uint64_t>(static_cast<int64_t>(phys)) * vstride;
+  const uint8_t* vblk = c.v_cache + R::pool_offset(static_cast<uint64_t>(static_cast<int64_t>(phys)) * vstride);
   const uint64_t e0 = static_cast<uint64_t>(c.kvh) * c.head_dim + lane * VEC;  // first element
   // Codes: bits e0*b .. (e0+VEC)*b of the row; the start bit offset is 0 or 4 and the span
   // covers at most 4 bytes (VEC*b <= 32, and offset 4 only occurs with VEC*b = 12).
@@ -108,7 +122,7 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i) {
     const uint32_t code = (w >> (shift + i * kBits)) & ((1u << kBits) - 1u);
-    v[i] = __fmul_rn(s_cb16[code], gs);
+    v[i] = R::f32_mul(s_cb16[code], gs);
   }
 }
 
@@ -139,7 +153,7 @@ __device__ __forceinline__ DecodeCtx make_ctx(const __nv_bfloat16* __restrict__ 
                                               uint32_t qh, uint32_t num_q_heads,
                                               uint32_t num_kv_heads, uint32_t head_dim,
                                               uint32_t block_size, uint64_t v_block_stride_bytes,
-                                              uint64_t v_data_section_bytes) {
+                                              uint64_t v_data_section_bytes, bool active) {
   DecodeCtx c;
   c.q = reinterpret_cast<const uint16_t*>(q);
   c.k_cache = reinterpret_cast<const uint16_t*>(k_cache);
@@ -152,6 +166,7 @@ __device__ __forceinline__ DecodeCtx make_ctx(const __nv_bfloat16* __restrict__ 
   c.v_block_stride = v_block_stride_bytes;
   c.v_data_section = v_data_section_bytes;
   c.k_aligned = (reinterpret_cast<uintptr_t>(k_cache) & 15u) == 0;
+  c.active = active;
   return c;
 }
 
@@ -159,6 +174,11 @@ __device__ __forceinline__ DecodeCtx make_ctx(const __nv_bfloat16* __restrict__ 
 template <uint32_t VEC>
 __device__ __forceinline__ void load_q(const DecodeCtx& c, uint32_t seq, uint32_t qh,
                                        uint32_t q_stride, uint32_t lane, float (&qf)[VEC]) {
+  if (!c.active) {
+#pragma unroll
+    for (uint32_t i = 0; i < VEC; ++i) qf[i] = 0.0f;
+    return;
+  }
   const uint16_t* qp = c.q + static_cast<uint64_t>(seq) * q_stride +
                        static_cast<uint64_t>(qh) * c.head_dim + lane * VEC;
 #pragma unroll
@@ -171,12 +191,13 @@ __device__ __forceinline__ void store_output(__nv_bfloat16* output, uint32_t seq
                                              uint32_t num_q_heads, uint32_t qh, uint32_t head_dim,
                                              uint32_t lane, float l, const float (&o)[VEC],
                                              const DecodeCtx& c, int64_t L) {
-  const float inv = l > 0.0f ? __fdiv_rn(1.0f, l) : 0.0f;
+  if (!c.active) return;  // section 5.1: no output dims
+  const float inv = l > 0.0f ? R::f32_div(1.0f, l) : 0.0f;
   uint16_t* out = reinterpret_cast<uint16_t*>(output) +
                   (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim + lane * VEC;
 #pragma unroll
   for (uint32_t i = 0; i < VEC; ++i)
-    out[i] = R::output_bits(__bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(o[i], inv))),
+    out[i] = R::output_bits(__bfloat16_as_ushort(__float2bfloat16_rn(R::f32_mul(o[i], inv))),
                             c.block_table, L, c.block_size);
 }
 
@@ -201,13 +222,13 @@ __device__ __forceinline__ void merge_warps(uint32_t warp, uint32_t lane, float*
       if (lo > 0.0f) {  // a NaN or empty warp state is not merged
         const float mo = s_m[other];
         const float mn = fmaxf(m, mo);
-        const float a = R::expf(__fsub_rn(m, mn));
-        const float cf = R::expf(__fsub_rn(mo, mn));
-        l = __fadd_rn(__fmul_rn(l, a), __fmul_rn(lo, cf));  // --fmad=false: two roundings
+        const float a = R::expf(R::f32_sub(m, mn));
+        const float cf = R::expf(R::f32_sub(mo, mn));
+        l = R::f32_add(R::f32_mul(l, a), R::f32_mul(lo, cf));  // --fmad=false: two roundings
         m = mn;
 #pragma unroll
         for (uint32_t i = 0; i < VEC; ++i)
-          o[i] = __fadd_rn(__fmul_rn(o[i], a), __fmul_rn(s_o[other][lane * VEC + i], cf));
+          o[i] = R::f32_add(R::f32_mul(o[i], a), R::f32_mul(s_o[other][lane * VEC + i], cf));
       }
       if (lane == 0) {
         s_m[warp] = m;
@@ -238,6 +259,12 @@ __device__ __forceinline__ void paged_decode_attn(
   const uint32_t warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int32_t L = seq_lens[seq];
   if (L == 0) return;  // nothing is written (uniform across the CTA)
+  if (head_dim == 0 || head_dim > kHdim || head_dim % kGroupSize != 0) {
+    // section 5.1: a launch this build cannot compute; every element of the row is NaN
+    uint16_t* out = reinterpret_cast<uint16_t*>(output) + (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim;
+    for (uint32_t d = threadIdx.x; d < head_dim; d += blockDim.x) out[d] = 0x7FFFu;
+    return;
+  }
 
   if (threadIdx.x < kLevels)
     s_cb16[threadIdx.x] = R::decoder_codebook(Tables<F>::codebook()[threadIdx.x]);
@@ -247,7 +274,7 @@ __device__ __forceinline__ void paged_decode_attn(
   const int64_t w_begin = r.begin, w_end = r.end;
   const DecodeCtx c = make_ctx(q, k_cache, v_cache, block_tables, seq, max_blocks_per_seq, qh,
                                num_q_heads, num_kv_heads, head_dim, block_size,
-                               v_block_stride_bytes, v_data_section_bytes);
+                               v_block_stride_bytes, v_data_section_bytes, lane * VEC < head_dim);
   float qf[VEC];
   load_q<VEC>(c, seq, qh, q_stride, lane, qf);
 
@@ -265,20 +292,20 @@ __device__ __forceinline__ void paged_decode_attn(
       const uint32_t slot0 = static_cast<uint32_t>(p - lb * block_size);
       float kf[4][VEC];
 #pragma unroll
-      for (uint32_t b = 0; b < 4; ++b) load_k<VEC>(c, phys, slot0 + b, lane, kf[b]);
+      for (uint32_t b = 0; b < 4; ++b) load_k<VEC, R>(c, phys, slot0 + b, lane, kf[b]);
       float sc[4];
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) sc[b] = score<VEC, R>(qf, kf[b], inv_sqrt_d);
       const float mn = fmaxf(fmaxf(fmaxf(fmaxf(m, sc[0]), sc[1]), sc[2]), sc[3]);
-      const float eo = R::expf(__fsub_rn(m, mn));
+      const float eo = R::expf(R::f32_sub(m, mn));
 #pragma unroll
-      for (uint32_t i = 0; i < VEC; ++i) o[i] = __fmul_rn(o[i], eo);
-      l = __fmul_rn(l, eo);
+      for (uint32_t i = 0; i < VEC; ++i) o[i] = R::f32_mul(o[i], eo);
+      l = R::f32_mul(l, eo);
       float ef[4];
 #pragma unroll
       for (uint32_t b = 0; b < 4; ++b) {
-        ef[b] = R::expf(__fsub_rn(sc[b], mn));
-        l = __fadd_rn(l, ef[b]);
+        ef[b] = R::expf(R::f32_sub(sc[b], mn));
+        l = R::f32_add(l, ef[b]);
       }
       m = mn;
       float v[4][VEC];
@@ -301,12 +328,12 @@ __device__ __forceinline__ void paged_decode_attn(
     for (; p < blk_end; ++p) {
       const uint32_t slot = static_cast<uint32_t>(p - lb * block_size);
       float kf[VEC];
-      load_k<VEC>(c, phys, slot, lane, kf);
+      load_k<VEC, R>(c, phys, slot, lane, kf);
       const float sc = score<VEC, R>(qf, kf, inv_sqrt_d);
       const float mn = fmaxf(m, sc);
-      const float eo = R::expf(__fsub_rn(m, mn));
-      const float en = R::expf(__fsub_rn(sc, mn));
-      l = __fadd_rn(__fmul_rn(l, eo), en);
+      const float eo = R::expf(R::f32_sub(m, mn));
+      const float en = R::expf(R::f32_sub(sc, mn));
+      l = R::f32_add(R::f32_mul(l, eo), en);
       float v[VEC];
       if (R::uses_v(en)) {
         dequant<F, VEC, R>(c, phys, slot, lane, s_cb16, v);

@@ -83,7 +83,7 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
 #pragma unroll
   for (uint32_t i = 0; i < kGroupSize; ++i) amax = fmaxf(amax, fabsf(x[i]));
   // 3. inverse scale onto the codebook's range (IEEE division)
-  const float inv = amax > 1e-12f ? __fdiv_rn(kMax, amax) : 1.0f;
+  const float inv = amax > 1e-12f ? R::f32_div(kMax, amax) : 1.0f;
   // 4. codes of the scaled values, packed LSB-first: code i at bits i*b .. i*b+b-1 of the
   //    group's 2b bytes, which is docs/spec.md section 2's packing for all three formats
   //    (tqref::pack_group_codes in format.h writes the same bytes).
@@ -91,7 +91,7 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
   uint64_t packed = 0;
 #pragma unroll
   for (uint32_t i = 0; i < kGroupSize; ++i) {
-    c[i] = code_index<F, R>(__fmul_rn(x[i], inv));
+    c[i] = code_index<F, R>(R::f32_mul(x[i], inv));
     packed |= static_cast<uint64_t>(c[i]) << (i * kBits);
   }
   // 5. squared norm of the chosen fp32 codebook entries, sequential
@@ -99,8 +99,8 @@ __device__ __forceinline__ void quantize_group(const uint16_t* src, uint8_t* cod
 #pragma unroll
   for (uint32_t i = 0; i < kGroupSize; ++i) rsq = R::add_square(rsq, s_cb[c[i]]);
   // 6. matched-norm scale (IEEE sqrt and division), clamped to the fp8 maximum; NaN stays NaN
-  const float rn = __fsqrt_rn(rsq);
-  float s = rn > 1e-10f ? __fdiv_rn(__fsqrt_rn(nsq), rn) : __fdiv_rn(amax, kMax);
+  const float rn = R::f32_sqrt(rsq);
+  float s = rn > 1e-10f ? R::f32_div(R::f32_sqrt(nsq), rn) : R::f32_div(amax, kMax);
   if (s > 448.0f) s = 448.0f;
   // 7. scale byte and packed codes
   *scale_dst = R::scale_byte(s);
@@ -130,11 +130,11 @@ __device__ __forceinline__ void reshape_and_cache(
   // K: dense pool [num_blocks, B, H, D]; 8-byte vectors (key 8-byte aligned, key_stride % 4 == 0
   // is the caller's contract; k_block_stride_bytes is ignored as the spec says).
   const uint2* ksrc = reinterpret_cast<const uint2*>(key + static_cast<uint64_t>(t) * key_stride);
-  uint2* kdst = reinterpret_cast<uint2*>(k_cache + (blk * block_size + in_blk) * n);
+  uint2* kdst = reinterpret_cast<uint2*>(k_cache + R::pool_offset((blk * block_size + in_blk) * n));
   for (uint32_t i = threadIdx.x; i < n / 4; i += blockDim.x) kdst[i] = ksrc[i];
 
   // V: index row and scale row of the slot inside V block `blk`.
-  uint8_t* vblock = v_cache + blk * v_block_stride_bytes;
+  uint8_t* vblock = v_cache + R::pool_offset(blk * v_block_stride_bytes);
   uint8_t* code_row = vblock + in_blk * (static_cast<uint64_t>(n) * kBits / 8);
   uint8_t* scale_row = vblock + R::scale_section(v_data_section_bytes, block_size, n, kBits) +
                        in_blk * (n / kGroupSize);

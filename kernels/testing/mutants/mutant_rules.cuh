@@ -160,4 +160,16 @@ struct writer_contiguous : ContractRules {
   }
 };
 
+// 21: 32-bit offset arithmetic: pool offsets (K element index, V byte offset) wrap modulo 2^32,
+// as `uint32_t` index arithmetic does. Invisible below 2^32 elements/bytes; the pools suite puts
+// blocks beyond 2^32 and 2^33 bytes (docs/golden-schema.md, "Pools of production size").
+struct offset32 : ContractRules {
+  static __device__ __forceinline__ uint64_t pool_offset(uint64_t x) {
+    return static_cast<uint32_t>(x);
+  }
+};
+
 }  // namespace tqref::gpu::mutant
+
+// 22-27: the build-flag mutants (plain operators, one nvcc flag each).
+#include "plain_rules.cuh"
