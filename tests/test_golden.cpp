@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cases/builders.h"
 #include "cases/fma_groups.h"
 #include "cases/generate.h"
 #include "cases/rng.h"
@@ -259,6 +260,59 @@ BOOST_AUTO_TEST_CASE(fma_sensitive_groups_flip_the_scale_byte) {
       differ += quantize_group(t, x).scale_byte != scale_byte_fma_contracted(t, x);
     }
     BOOST_TEST(differ <= 1, t.name << ": " << differ << " of 20000 random groups differ");
+  }
+}
+
+// Would catch: a search that returns groups an approximate division or square root (one ulp off
+// in the group's direction, the CPU model of build-flag mutants 25 and 26) leaves unchanged, so
+// the flags suite would lose its teeth; or a perturbation model that changes ordinary groups
+// often (then random data would catch those builds and the crafted groups prove nothing).
+BOOST_AUTO_TEST_CASE(rounding_sensitive_groups_flip_the_scale_byte) {
+  for (const auto& t : kFormats) {
+    Rng rng(11);
+    for (int k = 0; k < 20; ++k) {
+      const int dir = k % 2 ? -1 : 1;
+      uint16_t x[kGroupSize];
+      rounding_sensitive_group(t, rng, dir, x);
+      const uint8_t sb = quantize_group(t, x).scale_byte;
+      BOOST_TEST(sb != scale_byte_perturbed(t, x, ScaleOp::quotient, dir), t.name << " group " << k);
+      BOOST_TEST(sb != scale_byte_perturbed(t, x, ScaleOp::sqrt_nsq, dir), t.name << " group " << k);
+      BOOST_TEST(sb == scale_byte_perturbed(t, x, ScaleOp::quotient, 0), t.name << " group " << k);
+    }
+    int differ = 0;
+    for (int k = 0; k < 20000; ++k) {
+      uint16_t x[kGroupSize];
+      for (auto& v : x) v = f32_to_bf16(float(rng.gaussian()));
+      for (int dir : {1, -1}) differ += quantize_group(t, x).scale_byte != scale_byte_perturbed(t, x, ScaleOp::quotient, dir);
+    }
+    BOOST_TEST(differ <= 1, t.name << ": " << differ << " of 2 x 20000 perturbed random groups differ");
+  }
+}
+
+// Would catch: a flags suite whose writer cases lost their crafted groups (a builder that
+// overwrites them, a token row that is not crafted): every V group of every stored token changes
+// its scale byte one ulp away in its direction (even groups up, odd down).
+BOOST_AUTO_TEST_CASE(flags_suite_groups_are_all_sensitive) {
+  const std::vector<CaseSpec> specs = suite_specs("flags");
+  BOOST_TEST(specs.size() == size_t(kNumFormats));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const GoldenCase c = build_writer_case(specs[i], "flags_" + std::to_string(i), 100 + i);
+    const WriterCase& w = c.w;
+    const FormatTraits& t = traits(c.format);
+    const uint32_t n = w.p.num_kv_heads * w.p.head_dim;
+    uint32_t groups = 0;
+    for (uint32_t tok = 0; tok < w.num_tokens; ++tok) {
+      if (w.slot_mapping[tok] < 0) continue;
+      for (uint32_t g = 0; g < n / kGroupSize; ++g, ++groups) {
+        uint16_t x[kGroupSize];
+        std::copy_n(w.value.data() + uint64_t(tok) * w.p.value_stride + g * kGroupSize, kGroupSize, x);
+        const int dir = g % 2 ? -1 : 1;
+        BOOST_TEST(quantize_group(t, x).scale_byte != scale_byte_perturbed(t, x, ScaleOp::quotient, dir),
+                   t.name << " token " << tok << " group " << g);
+      }
+    }
+    BOOST_TEST(groups == 256u, t.name);
+    BOOST_TEST(c.exercises.find("sqrt(nsq)/rn +1 ulp: 128, sqrt(nsq)/rn -1 ulp: 128") != std::string::npos, c.exercises);
   }
 }
 

@@ -229,9 +229,7 @@ void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& po
     const SlotOwner o = pool.owner[pool.slots[i]];
     std::span<uint16_t> kr{k_rows.data() + i * n, n}, vr{v_rows.data() + i * n, n};
     fill_v_row(rng, spec.dist == Dist::special_groups ? Dist::gaussian : spec.dist, o.pos, vr);
-    if (spec.dist == Dist::fma_sensitive)
-      for (uint32_t gi = 0; gi < n / kGroupSize; ++gi)
-        fma_sensitive_group(t, rng, vr.data() + gi * kGroupSize);
+    craft_v_row(spec.dist, t, rng, vr);
     if (spec.dist == Dist::threshold) {
       threshold_row(spec, p, o, probes, rng, kr, vr);
     } else if (spec.dist == Dist::tiny_rescale) {

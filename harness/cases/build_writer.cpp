@@ -7,6 +7,7 @@
 #include "cases/mutant_models.h"
 #include "cases/values.h"
 #include "tqref/contract.h"
+#include "tqref/quantize.h"
 #include "tqref/writer.h"
 
 namespace tqref::golden {
@@ -108,6 +109,30 @@ GoldenCase build_writer_from_tokens(const CaseSpec& spec, const std::string& nam
   return c;
 }
 
+namespace {
+
+// Teeth of a rounding_sensitive case: the V groups of its stored tokens (v_rows) whose scale byte
+// changes when each of the scale's three operations is one ulp up or down (the CPU model of a
+// -prec-div=false / -prec-sqrt=false writer that misses by one ulp there), as "op +1/-1: N".
+std::string rounding_teeth(const FormatTraits& t, const std::vector<uint16_t>& v_rows) {
+  const std::pair<ScaleOp, const char*> ops[] = {
+      {ScaleOp::quotient, "sqrt(nsq)/rn"}, {ScaleOp::sqrt_nsq, "sqrt(nsq)"}, {ScaleOp::sqrt_rsq, "sqrt(rsq)"}};
+  std::string r;
+  for (const auto& [op, what] : ops)
+    for (int ulps : {1, -1}) {
+      uint64_t n = 0;
+      for (size_t g = 0; g + kGroupSize <= v_rows.size(); g += kGroupSize) {
+        uint16_t x[kGroupSize];
+        std::copy_n(v_rows.data() + g, kGroupSize, x);
+        n += quantize_group(t, x).scale_byte != scale_byte_perturbed(t, x, op, ulps);
+      }
+      r += std::string(r.empty() ? "" : ", ") + what + (ulps > 0 ? " +1 ulp: " : " -1 ulp: ") + std::to_string(n);
+    }
+  return r;
+}
+
+}  // namespace
+
 GoldenCase build_writer_case(const CaseSpec& spec, const std::string& name, uint64_t seed) {
   Rng rng(seed);
   const WriterParams p = writer_params(spec);  // refuses a spec outside the contract first
@@ -123,13 +148,14 @@ GoldenCase build_writer_case(const CaseSpec& spec, const std::string& name, uint
   for (uint32_t t = 0; t < spec.num_tokens; ++t) {
     fill_k_row(rng, spec.dist, t, {k_rows.data() + uint64_t(t) * n, n});
     fill_v_row(rng, spec.dist, t, {v_rows.data() + uint64_t(t) * n, n});
-    if (spec.dist == Dist::fma_sensitive)
-      for (uint32_t g = 0; g < n / kGroupSize; ++g)
-        fma_sensitive_group(traits(spec.format), rng, v_rows.data() + uint64_t(t) * n + g * kGroupSize);
+    craft_v_row(spec.dist, traits(spec.format), rng, {v_rows.data() + uint64_t(t) * n, n});
   }
   GoldenCase c = build_writer_from_tokens(spec, name, seed, num_blocks, std::move(slots), k_rows,
                                           v_rows);
   c.exercises += std::string(", ") + layout_name(spec.layout) + " slots, " + dist_name(spec.dist) + " values";
+  if (spec.dist == Dist::rounding_sensitive)
+    c.exercises += "; V scale bytes that change with " + rounding_teeth(traits(spec.format), v_rows) +
+                   " (build-flag mutants 25, 26)";
   return c;
 }
 

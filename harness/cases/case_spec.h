@@ -29,8 +29,11 @@ enum class Dist {
                      // (mutant 14); V x1000 elsewhere
   fma_sensitive,     // V groups whose scale byte changes when nvcc contracts the writer's nsq
                      // and rsq sums into FMAs (mutant 13); K Gaussian (cases/fma_groups.h)
+  rounding_sensitive,  // V groups whose scale byte changes when the writer's sqrt(nsq) and
+                       // sqrt(nsq)/rn are one ulp off, alternately up and down (build-flag
+                       // mutants 25, 26: -prec-div=false, -prec-sqrt=false); K Gaussian
 };
-inline constexpr int kNumDists = 10;
+inline constexpr int kNumDists = 11;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 

@@ -105,44 +105,128 @@ uint8_t scale_byte_fma_contracted(const FormatTraits& t, const uint16_t (&x)[kGr
   return f32_to_fp8e4m3_satfinite(s);
 }
 
-void fma_sensitive_group(const FormatTraits& t, Rng& rng, uint16_t* out) {
-  float bound = 0.0f;  // first positive bound: values in [0, bound) get the smallest positive code
+namespace {
+
+// The first positive bound: values in [0, bound) get the smallest positive code.
+float first_positive_bound(const FormatTraits& t) {
   for (uint32_t j = 0; j + 1 < t.levels; ++j)
-    if (t.bounds[j] > 0.0f) {
-      bound = t.bounds[j];
-      break;
+    if (t.bounds[j] > 0.0f) return t.bounds[j];
+  return 0.0f;
+}
+
+// Elements 0..12 of a candidate group, N(0, 1), with x[13..15] = +0, and what the tail may add:
+// `limit` (0.9 of the largest value whose scaled y stays below the first positive bound, so the
+// tail's codes are the smallest-magnitude ones whatever its values), `p` (nsq after elements
+// 0..12 as the writer sums it) and `room` (what three elements <= limit add, with margin).
+struct GroupHead {
+  uint16_t x[kGroupSize] = {};
+  QuantizedGroup base;
+  float limit = 0, p = 0, room = 0;
+};
+bool draw_head(const FormatTraits& t, Rng& rng, GroupHead& h) {
+  for (uint32_t i = 0; i < 13; ++i) h.x[i] = to_bf16(rng.gaussian());
+  for (uint32_t i = 13; i < kGroupSize; ++i) h.x[i] = 0;
+  h.base = quantize_group(t, h.x);
+  if (!(h.base.amax > 0.0f) || !std::isfinite(h.base.nsq)) return false;
+  const float bound = first_positive_bound(t);
+  h.limit = bf16_to_f32(bf16_floor(0.9f * bound / h.base.inv));
+  while (h.limit > 0.0f && !(h.limit * h.base.inv < bound))
+    h.limit = bf16_to_f32(uint16_t(f32_bits(h.limit) >> 16) - 1);
+  h.p = 0.0f;
+  for (uint32_t i = 0; i < 13; ++i) {
+    const float v = bf16_to_f32(h.x[i]);
+    const float sq = v * v;
+    h.p = h.p + sq;
+  }
+  h.room = 2.5f * h.limit * h.limit;
+  return true;
+}
+
+// Solves the tail of h for nsq = n with random signs (every square and code magnitude stays):
+// false when n is not hit.
+bool finish_group(const GroupHead& h, float n, Rng& rng, uint16_t (&y)[kGroupSize]) {
+  std::copy(h.x, h.x + kGroupSize, y);
+  if (!solve_tail(h.p, n, h.limit, y)) return false;
+  for (uint32_t i = 13; i < kGroupSize; ++i)
+    if (rng.below(2)) y[i] ^= 0x8000;
+  return true;
+}
+
+// Targets for nsq in (lo, hi] whose s = f32(sqrt(nsq)/rn) rounds to another fp8 byte when s
+// moves one ulp towards dir, as does s from sqrt(nsq) moved one ulp towards dir.
+std::vector<float> rounding_targets(float lo, float hi, float rn, int dir) {
+  std::vector<float> out;
+  const float s_lo = std::sqrt(lo) / rn, s_hi = std::sqrt(hi) / rn;
+  for (uint32_t b = 0x08; b < 0x7E; ++b) {
+    const float m = (fp8e4m3_to_f32(uint8_t(b)) + fp8e4m3_to_f32(uint8_t(b + 1))) * 0.5f;
+    if (!(m > s_lo && m < s_hi)) continue;
+    for (float r = bump(m * rn, -4); r <= bump(m * rn, 4); r = bump(r, 1)) {
+      const float s = r / rn;
+      if (f32_to_fp8e4m3_satfinite(s) == f32_to_fp8e4m3_satfinite(bump(s, dir))) continue;
+      if (f32_to_fp8e4m3_satfinite(s) == f32_to_fp8e4m3_satfinite(bump(r, dir) / rn)) continue;
+      for (int k = -4; k <= 4; ++k) {
+        const float n = bump(r * r, k);
+        if (n > lo && n <= hi && std::sqrt(n) == r) out.push_back(n);
+      }
     }
+  }
+  return out;
+}
+
+}  // namespace
+
+void fma_sensitive_group(const FormatTraits& t, Rng& rng, uint16_t* out) {
   for (int attempt = 0; attempt < 100000; ++attempt) {
-    uint16_t x[kGroupSize] = {};
-    for (uint32_t i = 0; i < 13; ++i) x[i] = to_bf16(rng.gaussian());
-    const QuantizedGroup base = quantize_group(t, x);  // x[13..15] = +0: smallest positive code
-    if (!(base.amax > 0.0f) || !std::isfinite(base.nsq)) continue;
-    const float rn_s = std::sqrt(rsq_of(t, base.codes, false));
-    const float rn_f = std::sqrt(rsq_of(t, base.codes, true));
+    GroupHead h;
+    if (!draw_head(t, rng, h)) continue;
+    const float rn_s = std::sqrt(rsq_of(t, h.base.codes, false));
+    const float rn_f = std::sqrt(rsq_of(t, h.base.codes, true));
     if (rn_s == rn_f) continue;
-    // the tail's limit: 0.9 of the largest value whose scaled y stays below the bound
-    float limit = bf16_to_f32(bf16_floor(0.9f * bound / base.inv));
-    while (limit > 0.0f && !(limit * base.inv < bound)) limit = bf16_to_f32(uint16_t(f32_bits(limit) >> 16) - 1);
-    float p = 0.0f;  // nsq after elements 0..12, as the writer sums it
-    for (uint32_t i = 0; i < 13; ++i) {
-      const float v = bf16_to_f32(x[i]);
-      const float sq = v * v;
-      p = p + sq;
-    }
-    const float room = 2.5f * limit * limit;  // what three elements <= limit can add, with margin
-    for (float n : flip_targets(p, p + room, rn_s, rn_f)) {
+    for (float n : flip_targets(h.p, h.p + h.room, rn_s, rn_f)) {
       uint16_t y[kGroupSize];
-      std::copy(x, x + kGroupSize, y);
-      if (!solve_tail(p, n, limit, y)) continue;
-      // random signs keep every square and every code magnitude: nsq and rsq stay as solved
-      for (uint32_t i = 13; i < kGroupSize; ++i)
-        if (rng.below(2)) y[i] ^= 0x8000;
+      if (!finish_group(h, n, rng, y)) continue;
       if (quantize_group(t, y).scale_byte == scale_byte_fma_contracted(t, y)) continue;
       std::copy(y, y + kGroupSize, out);
       return;
     }
   }
   throw std::logic_error(std::string("fma_sensitive_group: no ") + t.name + " group found in 10^5 attempts");
+}
+
+uint8_t scale_byte_perturbed(const FormatTraits& t, const uint16_t (&x)[kGroupSize], ScaleOp op, int ulps) {
+  const QuantizedGroup g = quantize_group(t, x);
+  float r = std::sqrt(g.nsq), rn = g.rn;
+  if (op == ScaleOp::sqrt_nsq) r = bump(r, ulps);
+  if (op == ScaleOp::sqrt_rsq) rn = bump(rn, ulps);
+  float s = rn > 1e-10f ? r / rn : g.amax / t.max;
+  if (op == ScaleOp::quotient) s = bump(s, ulps);
+  if (s > 448.0f) s = 448.0f;
+  return f32_to_fp8e4m3_satfinite(s);
+}
+
+void craft_v_row(Dist d, const FormatTraits& t, Rng& rng, std::span<uint16_t> row) {
+  for (size_t g = 0; g < row.size() / kGroupSize; ++g) {
+    if (d == Dist::fma_sensitive) fma_sensitive_group(t, rng, row.data() + g * kGroupSize);
+    if (d == Dist::rounding_sensitive) rounding_sensitive_group(t, rng, g % 2 ? -1 : 1, row.data() + g * kGroupSize);
+  }
+}
+
+void rounding_sensitive_group(const FormatTraits& t, Rng& rng, int dir, uint16_t* out) {
+  for (int attempt = 0; attempt < 100000; ++attempt) {
+    GroupHead h;
+    if (!draw_head(t, rng, h) || !(h.base.rn > 1e-10f)) continue;
+    for (float n : rounding_targets(h.p, h.p + h.room, h.base.rn, dir)) {
+      uint16_t y[kGroupSize];
+      if (!finish_group(h, n, rng, y)) continue;
+      const uint8_t sb = quantize_group(t, y).scale_byte;
+      if (sb == scale_byte_perturbed(t, y, ScaleOp::quotient, dir) ||
+          sb == scale_byte_perturbed(t, y, ScaleOp::sqrt_nsq, dir))
+        continue;
+      std::copy(y, y + kGroupSize, out);
+      return;
+    }
+  }
+  throw std::logic_error(std::string("rounding_sensitive_group: no ") + t.name + " group found in 10^5 attempts");
 }
 
 }  // namespace tqref::golden

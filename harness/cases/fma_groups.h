@@ -7,6 +7,9 @@
 #pragma once
 #include <cstdint>
 
+#include <span>
+
+#include "cases/case_spec.h"
 #include "cases/rng.h"
 #include "tqref/format.h"
 
@@ -24,5 +27,24 @@ uint8_t scale_byte_fma_contracted(const FormatTraits& t, const uint16_t (&x)[kGr
 // scale rounds across an fp8 midpoint under one rsq and not under the other. Costs about 20 us
 // (turbo2v) to 0.7 ms (turbo4v) per group; throws std::logic_error if 10^5 attempts fail.
 void fma_sensitive_group(const FormatTraits& t, Rng& rng, uint16_t* out);
+
+// Build-flag mutants 25 and 26 (docs/mutants.md): with -prec-div=false or -prec-sqrt=false the
+// writer's scale s = f32(sqrt(nsq) / rn) comes from an approximate division or square root,
+// which may be off by an ulp or two; the scale byte moves only when s sits within about an ulp
+// of an fp8 rounding midpoint (again about 1 random group in 10^6). ScaleOp names the operation
+// and scale_byte_perturbed gives the scale byte when its result is `ulps` binary32 steps away
+// from the correctly rounded one (the CPU model of such a build, for one group).
+enum class ScaleOp { sqrt_nsq, sqrt_rsq, quotient };
+uint8_t scale_byte_perturbed(const FormatTraits& t, const uint16_t (&x)[kGroupSize], ScaleOp op, int ulps);
+
+// A V group (out[0..15], bf16) whose scale byte changes when the quotient s and sqrt(nsq) are
+// one ulp larger (dir = +1) or smaller (dir = -1) than IEEE gives them: s lies next to an fp8
+// rounding midpoint on the side `dir` points to. Built as fma_sensitive_group (elements 13..15
+// solve nsq); throws std::logic_error if 10^5 attempts fail.
+void rounding_sensitive_group(const FormatTraits& t, Rng& rng, int dir, uint16_t* out);
+
+// A V row of a crafted distribution: every group of `row` replaced by an fma_sensitive group or
+// a rounding_sensitive one (direction +1 for even groups, -1 for odd); other dists: unchanged.
+void craft_v_row(Dist d, const FormatTraits& t, Rng& rng, std::span<uint16_t> row);
 
 }  // namespace tqref::golden

@@ -180,6 +180,20 @@ std::vector<CaseSpec> pools() {
   return v;
 }
 
+// flags: the build-flag mutants the committed suites cannot see (docs/mutants.md, "Build-flag
+// mutants"): per format a writer case whose every V group changes its scale byte when the
+// scale's quotient and sqrt(nsq) are one ulp off (-prec-div=false, -prec-sqrt=false), half of
+// the groups for an error up, half down; 2 kv heads x 16 tokens = 256 groups per format.
+std::vector<CaseSpec> flags() {
+  std::vector<CaseSpec> v;
+  for (const auto& t : kFormats) {
+    CaseSpec w = writer(t.format, 128, 2, 16, 16, Dist::rounding_sensitive);
+    w.layout = Layout::shuffled;
+    v.push_back(w);
+  }
+  return v;
+}
+
 }  // namespace
 
 std::vector<CaseSpec> suite_specs(const std::string& name) {
@@ -188,7 +202,8 @@ std::vector<CaseSpec> suite_specs(const std::string& name) {
   if (name == "stress") return stress();
   if (name == "models") return models_suite(builtin_model_table());
   if (name == "pools") return pools();
-  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models, pools");
+  if (name == "flags") return flags();
+  throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models, pools, flags");
 }
 
 }  // namespace tqref::golden

@@ -8,7 +8,7 @@
 
 namespace tqref::golden {
 
-// "smoke", "standard", "stress", "models" (the built-in model table), "pools"; throws
+// "smoke", "standard", "stress", "models" (the built-in model table), "pools", "flags"; throws
 // std::invalid_argument on an unknown name.
 std::vector<CaseSpec> suite_specs(const std::string& name);
 struct ModelGeometry;

@@ -230,7 +230,8 @@ int run(const Args& a, const std::string& command_line) {
                 "`tqref conform --calibrate` measures one\n", res.arch.c_str());
   }
   for (auto& s : suites) {
-    if (!s.path.empty()) continue;  // a generated suite (standard, models, pools) not made yet: make it in --out
+    // a generated suite (standard, models, pools, flags) not made yet: make it in --out
+    if (!s.path.empty()) continue;
     s.path = a.out + "/golden/" + s.name + ".h5";
     std::vector<std::string> g = {"--suite", s.name, "--out", s.path};
     if (dev_ex2) g.insert(g.end(), {"--ex2-arch", res.arch});

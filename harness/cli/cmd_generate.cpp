@@ -50,7 +50,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   po::options_description desc(
       "usage: tqref generate --suite NAME --out FILE [options]\n"
       "Writes golden cases (docs/golden-schema.md); same options give the same bytes for any\n"
-      "--threads. Suites: smoke, standard, stress, models. Options");
+      "--threads. Suites: smoke, standard, stress, models, pools, flags. Options");
   desc.add_options()("help,h", "this text")(
       "suite", po::value(&suite), "smoke | standard | stress | models")(
       "models", po::value(&models), "--suite models: a model table in the format of "

@@ -56,7 +56,9 @@ void check_hdim_names(const std::map<std::string, uint32_t>& hdims, const std::v
 bool is_named_suite(const std::string& s) {
   return s == "smoke" || s == "standard" || s == "real" || is_generated_suite(s);
 }
-bool is_generated_suite(const std::string& s) { return s == "standard" || s == "models" || s == "pools"; }
+bool is_generated_suite(const std::string& s) {
+  return s == "standard" || s == "models" || s == "pools" || s == "flags";
+}
 
 std::vector<std::string> parse_suites(const std::string& s) {
   std::vector<std::string> out;
@@ -66,7 +68,7 @@ std::vector<std::string> parse_suites(const std::string& s) {
     const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const bool h5 = item.size() > 3 && item.compare(item.size() - 3, 3, ".h5") == 0;
     if (item.empty() || (!is_named_suite(item) && !h5))
-      throw OptionError("--suites '" + s + "': item '" + item + "'; allowed: smoke, standard, real, models, pools, "
+      throw OptionError("--suites '" + s + "': item '" + item + "'; allowed: smoke, standard, real, models, pools, flags, "
                         "or a golden file PATH.h5, comma-separated");
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
     if (comma == std::string::npos) break;

@@ -26,12 +26,12 @@ std::map<std::string, uint32_t> parse_hdim_args(const std::vector<std::string>& 
 uint32_t hdim_for(const std::map<std::string, uint32_t>& hdims, const ModuleFile& f);
 void check_hdim_names(const std::map<std::string, uint32_t>& hdims, const std::vector<ModuleFile>& all);
 
-// --suites: comma-separated names ("smoke", "standard", "real", "models", "pools") or paths to golden .h5
+// --suites: comma-separated names ("smoke", "standard", "real", "models", "pools", "flags") or paths to golden .h5
 // files. Throws OptionError for an empty list, an empty item or an unknown name without ".h5".
 std::vector<std::string> parse_suites(const std::string& s);
 bool is_named_suite(const std::string& s);
 // Named suites that are not committed (too large): when no data folder holds golden/<name>.h5,
-// `tqref conform` generates them into --out/golden/ (standard: 324 cases; models: docs/models.md; pools: docs/golden-schema.md).
+// `tqref conform` generates them into --out/golden/ (standard: 324 cases; models: docs/models.md; pools: docs/golden-schema.md; flags: docs/mutants.md).
 bool is_generated_suite(const std::string& s);
 
 }  // namespace tqref::conform
