@@ -289,6 +289,39 @@ BOOST_AUTO_TEST_CASE(rounding_sensitive_groups_flip_the_scale_byte) {
   }
 }
 
+// Would catch: a smoke file that lost the groups showing build-flag mutant 24 (-ftz=true) on the
+// writer: groups of bf16 subnormals only. Flush-to-zero makes every element and amax a signed
+// zero there (abs.ftz, max.ftz, mul.ftz), and a negative subnormal flushed to -0 takes the
+// code of 0.0 (0.0 <= -0.0) instead of the one below it, so the packed codes change. Modelled
+// by quantising the flushed group, which is exact for these groups (no normal element).
+BOOST_AUTO_TEST_CASE(committed_smoke_shows_the_ftz_writer) {
+  h5::Node root = h5::Node::open_file(kCommittedSmoke);
+  h5::Node cases = root.group("cases");
+  std::set<std::string> formats;
+  for (const auto& name : cases.children()) {
+    const GoldenCase c = read_case(cases, name, false);
+    if (c.kind != CaseKind::writer) continue;
+    const WriterCase& w = c.w;
+    const uint32_t n = w.p.num_kv_heads * w.p.head_dim;
+    for (uint32_t tok = 0; tok < w.num_tokens; ++tok) {
+      if (w.slot_mapping[tok] < 0) continue;
+      for (uint32_t g = 0; g < n / kGroupSize; ++g) {
+        uint16_t x[kGroupSize], flushed[kGroupSize];
+        bool all_subnormal = true;
+        for (uint32_t i = 0; i < kGroupSize; ++i) {
+          x[i] = w.value[uint64_t(tok) * w.p.value_stride + g * kGroupSize + i];
+          all_subnormal &= (x[i] & 0x7F80) == 0;
+          flushed[i] = x[i] & 0x8000;
+        }
+        if (!all_subnormal) continue;
+        const QuantizedGroup a = quantize_group(traits(c.format), x), b = quantize_group(traits(c.format), flushed);
+        if (!std::equal(a.codes, a.codes + kGroupSize, b.codes)) formats.insert(traits(c.format).name);
+      }
+    }
+  }
+  BOOST_TEST(formats.size() == size_t(kNumFormats), formats.size() << " formats have a group -ftz=true changes");
+}
+
 // Would catch: a flags suite whose writer cases lost their crafted groups (a builder that
 // overwrites them, a token row that is not crafted): every V group of every stored token changes
 // its scale byte one ulp away in its direction (even groups up, odd down).
