@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Host-side test of scripts/device-launches.sh (no GPU): runs it with a fake tqref
+# (tests/device_launches_fake_tqref.py: the real CPU build for generate, `tqref check --backend
+# model` in place of conform) over a fake carry folder (empty module files, the mutant manifest
+# expanded from kernels/testing/mutants/mutants.tsv as kernels/testing/CMakeLists.txt does).
+# Would catch: a script that does not run every step, misreads the reports (a failing control,
+# a passing build-flag mutant or a launch outside the contract that is not reported), or exits 0
+# when an expectation fails. About 1.5 minutes on 2 cores (the models suite is judged twice).
+# Usage: bash tests/device_launches_host.sh [BUILD_DIR]   (default build/cpu-only; target tqref)
+set -u
+build=${1:-build/cpu-only}
+root=$PWD
+export REAL_TQREF=$root/$build/harness/cli/tqref
+[[ -x $REAL_TQREF ]] || { echo "missing $REAL_TQREF: build target tqref" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/tqref-launches-host.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+carry=$tmp/carry
+mkdir -p "$carry/modules" "$carry/mutants"
+for m in writers decode_hdim128 decode_hdim256; do : > "$carry/modules/$m.fatbin"; done
+awk -F'\t' '/^[0-9]/ {
+  n = split($3, kinds, ",")
+  for (i = 1; i <= n; ++i) {
+    if (kinds[i] == "writers") mods = "writers"
+    else if (kinds[i] == "decode") mods = "decode_hdim128 decode_hdim256"
+    else mods = "decode_hdim128"
+    m = split(mods, list, " ")
+    for (k = 1; k <= m; ++k) printf "%s\t%s\t%s\tmutant_%s_%s.%s.fatbin\t%s\n", $1, $2, list[k], $1, $2, list[k], $5
+  }
+}' kernels/testing/mutants/mutants.tsv > "$carry/mutants/mutants.tsv"
+cut -f4 "$carry/mutants/mutants.tsv" | while read -r f; do : > "$carry/mutants/$f"; done
+run() { TQREF_BIN=$root/tests/device_launches_fake_tqref.py TQREF_CARRY=$carry bash scripts/device-launches.sh "$@"; }
+fail=0
+run "$tmp/ok" > "$tmp/ok.log" 2>&1
+rc=$?
+if [[ $rc != 0 ]]; then echo "FAIL: device-launches.sh exit $rc on fake results that hold"; cat "$tmp/ok/summary.txt"; fail=1; fi
+grep -q "launches outside the contract, all within level T" "$tmp/ok/summary.txt" ||
+  { echo "FAIL: summary does not report the launches outside the contract"; fail=1; }
+grep -q "RESULT: every expectation held" "$tmp/ok/summary.txt" || { echo "FAIL: no RESULT line"; fail=1; }
+for f in summary.txt launches.tsv log.txt conform-own.md; do [[ -s $tmp/ok/$f ]] || { echo "FAIL: $f missing"; fail=1; }; done
+FAKE_BREAK=control run "$tmp/bad" > "$tmp/bad.log" 2>&1
+rc=$?
+if [[ $rc != 1 ]]; then echo "FAIL: device-launches.sh exit $rc when the control fails (expected 1)"; fail=1; fi
+grep -q "PROBLEM: m27_plain_ieee: the control fails" "$tmp/bad/summary.txt" ||
+  { echo "FAIL: summary does not name the failing control"; fail=1; }
+(( fail )) || { echo "device-launches host test: ok ($SECONDS s)"; sed -n '1,40p' "$tmp/ok/summary.txt"; }
+exit $fail
