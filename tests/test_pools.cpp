@@ -19,6 +19,7 @@
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -203,4 +204,14 @@ BOOST_AUTO_TEST_CASE(offsets_that_wrap_at_32_bits_are_seen) {
 BOOST_AUTO_TEST_CASE(model_backend_passes_every_pool_case) {
   auto m = make_model_backend(&ex2());
   for (const GoldenCase& c : pool_cases()) BOOST_TEST(compare_case(c, m->run(c)).pass, c.name);
+}
+
+// Catches: a memory budget that counts a sparse case's whole pools (9 GiB and 64 GiB here) on the
+// host instead of the stored blocks, which would refuse every pools case on a 24 GiB machine; and
+// a file of the pools suite that the reader's validation (checksums, chunk sizes) refuses.
+BOOST_AUTO_TEST_CASE(pools_file_passes_validation_within_a_small_budget) {
+  const fs::path d = scratch("pools_budget");
+  BOOST_REQUIRE_EQUAL(run_cli("generate --suite pools --threads 2 --out " + (d / "pools.h5").string(), d), 0);
+  BOOST_TEST(run_cli("--max-memory 64M check " + (d / "pools.h5").string(), d) == 0, slurp(d / "last.log"));
+  fs::remove_all(d);
 }
