@@ -319,7 +319,7 @@ BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
   using namespace tqref;
   // The built-in suites are not checked at run time (sweep points are): every spec within the
   // generator's limits and the default memory budget, so each fits a batch alone.
-  for (const char* suite : {"smoke", "standard", "stress", "models", "pools"})
+  for (const char* suite : {"smoke", "standard", "stress", "models", "pools", "flags"})
     for (const golden::CaseSpec& s : golden::suite_specs(suite))
       BOOST_TEST(check_spec(s).empty(), suite << ": " << check_spec(s));
   const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
