@@ -100,9 +100,14 @@ while IFS=$'\t' read -r id short module file what; do
   esac
   case $id in 18) prop=placement ex=0 ;; 19) prop=blocks ex=1 ;; 20) prop=token-order ex=0 ;; esac
   m=$carry/mutants/$file
-  step "mutant $id $module W/D" "$ex" 60 "$tq" check "$smoke" --backend gpu --module "$m" "${args[@]}"
+  # Mutant 18 changes only positions the skip would drop; smoke's HDIM-256 cases skip none (the
+  # model with the same fault passes them at level I), so its HDIM-256 build is judged on the
+  # standard shard, whose d256 cases do skip (5 of them fail level I under the model's mirror).
+  f=$smoke
+  [[ $id == 18 && $module == decode_hdim256 && -f $std ]] && f=$std
+  step "mutant $id $module W/D" "$ex" 60 "$tq" check "$f" --backend gpu --module "$m" "${args[@]}"
   rx=$?
-  step "mutant $id $module level I" 1 60 "$tq" check "$smoke" --backend gpu --module "$m" "${args[@]}" \
+  step "mutant $id $module level I" 1 60 "$tq" check "$f" --backend gpu --module "$m" "${args[@]}" \
       --level I --report "$tmp/m$id.json"
   ri=$?
   diags=$(json_get "$tmp/m$id.json" "','.join(sorted({c['diagnosis'] for c in j['invariance']['cases'] if not c['pass']}))")
@@ -122,6 +127,8 @@ step "conform own PTX" 0 80 "$tq" conform --modules "$own" --suites smoke --out 
 cp "$tmp/step.out" "$tmp/conform-own.out"
 
 # 4. conform over mutant modules: the invariance mutants and one of each kind of classic mutant
+#    (not mutant 12 at HDIM 256: it faults the GPU on smoke, which ends conform's context with
+#    exit 6 before the other modules run; device-suite.sh counts that fault as caught)
 # whose module the smoke suite exercises; HDIM probed.
 mut=$tmp/mutants
 mkdir -p "$mut"
@@ -129,7 +136,7 @@ for f in mutant_1_writer_slot_plus1.writers mutant_2_bound_strict.writers mutant
          mutant_17_writer_tight_data_section.writers mutant_20_writer_contiguous.writers \
          mutant_6_neighbour_scale.decode_hdim128 mutant_15_no_sparse_skip.decode_hdim128 \
          mutant_14_expf_no_split.decode_hdim128 mutant_3_no_batch.decode_hdim128 \
-         mutant_8_tight_block_stride.decode_hdim256 mutant_12_window_plus1.decode_hdim256 \
+         mutant_8_tight_block_stride.decode_hdim256 mutant_10_butterfly_ascending.decode_hdim128 \
          mutant_16_fp32_codebook.decode_hdim256 mutant_18_dense_large_batch.decode_hdim128 \
          mutant_19_block_parity_lsb.decode_hdim256; do
   cp "$carry/mutants/$f.fatbin" "$mut/" 2>/dev/null || echo "missing mutant $f.fatbin" | tee -a "$log"

@@ -12,6 +12,9 @@
 # decode_hdim<H>_thr_pow2m10 builds, normal and mutant 5. Writes at most 8 files to OUT_DIR:
 #   summary.txt log.txt smoke.json smoke.junit.xml standard.json standard.junit.xml
 #   smoke-levelT.json mutants.tsv
+# TQREF_MUTANT_IDS="13 14 ..." runs only those mutants (default: all); TQREF_SUITE_MUTANTS_ONLY=1
+# skips steps 2 and 4-6 (calibration, the suites on our kernels, modules, sanitizers), for a second
+# call that finishes the mutants a first call's budget left.
 # Budget: about 8 minutes (TQREF_SUITE_BUDGET seconds, default 470); steps that would start
 # after it are listed as skipped.
 set -u
@@ -65,10 +68,12 @@ fi
 run "nvidia-smi" 20 "0" nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.max.sm --format=csv
 run "tqref version" 10 "0" "$tq" version
 
+only_mutants=${TQREF_SUITE_MUTANTS_ONLY:-0}
 # 2. EX2 calibration against the committed profile of this architecture
-run "calibrate ex2" 150 "0" "$tq" calibrate ex2 --out "$tmp/ex2.h5"
+[[ $only_mutants == 1 ]] || run "calibrate ex2" 150 "0" "$tq" calibrate ex2 --out "$tmp/ex2.h5"
 cal_ids=$(grep -o 'sm_[0-9]*-ex2-v1-[0-9a-f]*' "$tmp/step.out" | sort -u | tr '\n' ' ')
-if grep -q "identical fraction table" "$tmp/step.out"; then ex2_verdict="identical to the committed profile ($cal_ids)"
+if [[ $only_mutants == 1 ]]; then ex2_verdict="not run (TQREF_SUITE_MUTANTS_ONLY)"
+elif grep -q "identical fraction table" "$tmp/step.out"; then ex2_verdict="identical to the committed profile ($cal_ids)"
 else ex2_verdict="NOT identical or not compared: ids seen: ${cal_ids:-none}"; fi
 note "EX2: $ex2_verdict"
 
@@ -91,6 +96,7 @@ run "generate thresh-pow2m10" 60 "0" "$tq" generate --config "$root/data/golden/
 
 # 4. Every case on the GPU, exact (W for writers, D for decoders), then level T on smoke
 gpu=(check --backend gpu --show 4)
+if [[ $only_mutants != 1 ]]; then
 run "check smoke (gpu, exact)" 90 "0" "$tq" "${gpu[@]}" "$smoke" \
     --report "$out/smoke.json" --junit "$out/smoke.junit.xml"
 if [[ -f $standard ]]; then
@@ -129,6 +135,7 @@ if command -v compute-sanitizer > /dev/null; then
 else
   summary+=("compute-sanitizer|-|0|SKIPPED (not on PATH)")
 fi
+fi  # only_mutants
 
 # 7. Mutants: smoke first; survivors against standard (the THRESH = 2^-10 builds: the
 #    thresh-pow2m10 file instead of both), then at level I on the first file. Exit 1 (mismatch)
@@ -137,10 +144,12 @@ fi
 #    > and >= agree on every input; those two builds are listed but not counted.
 mt=$out/mutants.tsv
 printf 'id\tshort\tmodule\tsmoke_rc\tstandard_rc\tverdict\n' > "$mt"
-caught=0 total=0 equivalent=0
+caught=0 total=0 equivalent=0 notrun=0
+wanted=" ${TQREF_MUTANT_IDS:-} "
 if [[ -f $carry/mutants/mutants.tsv ]]; then
   while IFS=$'\t' read -r id short module file what; do
     [[ $id == \#* || -z $id ]] && continue
+    [[ $wanted == "  " || $wanted == *" $id "* ]] || continue
     # The offset and build-flag mutants (21-27) need the pools and flags suites and the control
     # must pass: scripts/device-launches.sh judges them.
     if [[ $short == offset32 || $short == plain_* ]]; then
@@ -155,7 +164,7 @@ if [[ -f $carry/mutants/mutants.tsv ]]; then
         h=${module#decode_hdim}; args+=(--kind decode --hdim "${h%%_*}" --threshold "$thr_value")
         first=$thrfile second="" firstname=thresh-pow2m10 ;;
     esac
-    if (( $(left) < 15 )); then printf '%s\t%s\t%s\t-\t-\tnot run (time)\n' "$id" "$short" "$module" >> "$mt"; continue; fi
+    if (( $(left) < 15 )); then printf '%s\t%s\t%s\t-\t-\tnot run (time)\n' "$id" "$short" "$module" >> "$mt"; notrun=$((notrun + 1)); continue; fi
     if [[ ! -f $first ]]; then printf '%s\t%s\t%s\t-\t-\tnot run (no %s file)\n' "$id" "$short" "$module" "$firstname" >> "$mt"; continue; fi
     total=$((total + 1))
     note "=== mutant $id $short $module"
@@ -186,7 +195,7 @@ if [[ -f $carry/mutants/mutants.tsv ]]; then
     [[ $v == caught* ]] && caught=$((caught + 1))
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$short" "$module" "$rs" "$rt" "$v" >> "$mt"
   done < "$carry/mutants/mutants.tsv"
-  summary+=("mutants|-|-|caught $caught of $total applicable builds ($equivalent equivalent, not counted)")
+  summary+=("mutants|-|-|caught $caught of $total applicable builds run ($equivalent equivalent, not counted; $notrun not run: time)")
 else
   summary+=("mutants|-|0|SKIPPED (no .device-carry/mutants)")
 fi
