@@ -17,7 +17,8 @@
 # Usage (repository root on the GPU machine, after `scripts/device-carry.sh build/default` here
 # with a CUDA build of the targets tqref and tqref_mutant_modules):
 #   bash scripts/device-launches.sh OUT_DIR
-# TQREF_BIN and TQREF_CARRY override the tqref binary and the carry folder (tests/
+# TQREF_BIN, TQREF_CARRY and TQREF_PYTHON override the tqref binary, the carry folder and the
+# Python that reads the reports (tests/
 # device_launches_host.sh runs this script's host side with a fake tqref on the CPU). Budget: about 2.5 minutes (TQREF_LAUNCHES_BUDGET seconds, default 170).
 # Writes into OUT_DIR: summary.txt (every step and expectation, the verdicts), launches.tsv (per
 # run, module and kernel: cases, passed, failed, outside the contract, differing from 5.1),
@@ -34,7 +35,7 @@ tq=${TQREF_BIN:-$carry/bin/tqref}
 export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TQREF_DATA_DIR=$root/data   # EX2 profiles and the committed smoke file of this checkout
 budget=${TQREF_LAUNCHES_BUDGET:-170}
-py=$(command -v python3 || echo /usr/bin/python3)
+py=${TQREF_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
 [[ -x $tq ]] || { echo "missing $tq: run scripts/device-carry.sh BUILD_DIR first" >&2; exit 2; }
 mods=$carry/modules
 muts=$carry/mutants
@@ -76,8 +77,12 @@ step() {
 
 # 0. The generated suites, once (the committed smoke file is used as it is).
 threads=$(nproc)
+# TQREF_LAUNCHES_MODELS_SHARD (default 0/1, the whole suite) lets the host test use a part.
+models_shard=${TQREF_LAUNCHES_MODELS_SHARD:-0/1}
 for s in models pools flags; do
-  step "generate $s" 0 60 "$tq" generate --suite "$s" --threads "$threads" --out "$tmp/$s.h5"
+  shard=()
+  [[ $s == models ]] && shard=(--shard "$models_shard")
+  step "generate $s" 0 60 "$tq" generate --suite "$s" "${shard[@]}" --threads "$threads" --out "$tmp/$s.h5"
 done
 
 # conform_run NAME EXPECTED SUITES MODULE_FILES... : tqref conform over a folder of those modules.

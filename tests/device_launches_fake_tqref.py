@@ -19,9 +19,11 @@ opt = {args[i]: args[i + 1] for i in range(1, len(args) - 1) if args[i].startswi
 out, mods = opt["--out"], sorted(os.listdir(opt["--modules"]))
 os.makedirs(out, exist_ok=True)
 suites = []
-for i, path in enumerate(opt["--suites"].split(",")):
-    rep = os.path.join(out, f"check{i}.json")
-    subprocess.run([real, "check", path, "--report", rep], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+cache = os.environ.get("FAKE_CACHE", out)  # one model run per suite file (they repeat across runs)
+for path in opt["--suites"].split(","):
+    rep = os.path.join(cache, path.strip("/").replace("/", "_") + ".json")
+    if not os.path.exists(rep):
+        subprocess.run([real, "check", path, "--report", rep], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     suites.append((path, json.load(open(rep))["results"]))
 def takes(module, kernel):
     if module.endswith(".writers.fatbin") or module.startswith("writers."):
