@@ -105,7 +105,8 @@ __device__ __forceinline__ void dequant(const DecodeCtx& c, int32_t phys, uint32
   const uint64_t n = static_cast<uint64_t>(c.num_kv_heads) * c.head_dim;
   const uint64_t vstride = R::v_block_stride(c.v_block_stride, c.v_data_section, c.block_size, n);
   const uint64_t data_section = R::scale_section(c.v_data_section, c.block_size, n, kBits);
-  const uint8_t* vblk = c.v_cache + R::pool_offset(static_cast<uint64_t>(static_cast<int64_t>(phys)) * vstride);
+  const uint8_t* vblk =
+      c.v_cache + R::pool_offset(static_cast<uint64_t>(static_cast<int64_t>(phys)) * vstride);
   const uint64_t e0 = static_cast<uint64_t>(c.kvh) * c.head_dim + lane * VEC;  // first element
   // Codes: bits e0*b .. (e0+VEC)*b of the row; the start bit offset is 0 or 4 and the span
   // covers at most 4 bytes (VEC*b <= 32, and offset 4 only occurs with VEC*b = 12).
@@ -261,7 +262,8 @@ __device__ __forceinline__ void paged_decode_attn(
   if (L == 0) return;  // nothing is written (uniform across the CTA)
   if (head_dim == 0 || head_dim > kHdim || head_dim % kGroupSize != 0) {
     // section 5.1: a launch this build cannot compute; every element of the row is NaN
-    uint16_t* out = reinterpret_cast<uint16_t*>(output) + (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim;
+    uint16_t* out = reinterpret_cast<uint16_t*>(output) +
+                    (static_cast<uint64_t>(seq) * num_q_heads + qh) * head_dim;
     for (uint32_t d = threadIdx.x; d < head_dim; d += blockDim.x) out[d] = 0x7FFFu;
     return;
   }
