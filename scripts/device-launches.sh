@@ -50,30 +50,7 @@ summary=()   # "step|rc|expected|seconds|verdict"
 failed=0
 smoke=$root/data/golden/smoke.h5
 
-left() { echo $((budget - SECONDS)); }
-
-# step NAME EXPECTED LIMIT CMD... : runs CMD with a timeout (output in $tmp/step.out, its head in
-# log.txt) and records whether its exit code is EXPECTED.
-step() {
-  local name=$1 want=$2 limit=$3
-  shift 3
-  if (( $(left) < 5 )); then
-    summary+=("$name|-|$want|0|NOT RUN (time budget)")
-    failed=1
-    return 99
-  fi
-  (( limit > $(left) )) && limit=$(left)
-  echo "=== $name (expect exit $want): $*" | tee -a "$log"
-  local t0=$SECONDS rc
-  timeout --kill-after=5 "$limit" "$@" > "$tmp/step.out" 2>&1
-  rc=$?
-  head -c 40000 "$tmp/step.out" >> "$log"
-  tail -n 2 "$tmp/step.out"
-  local v=ok
-  if [[ $rc != "$want" ]]; then v="UNEXPECTED (exit $rc)"; failed=1; fi
-  summary+=("$name|$rc|$want|$((SECONDS - t0))|$v")
-  return 0
-}
+source "$root/scripts/device-steps.sh"   # left, step
 
 # 0. The generated suites, once (the committed smoke file is used as it is).
 threads=$(nproc)

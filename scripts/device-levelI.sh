@@ -44,30 +44,7 @@ failed=0
 smoke=$root/data/golden/smoke.h5
 real=$root/data/golden/real.h5
 
-left() { echo $((budget - SECONDS)); }
-
-# step NAME EXPECTED LIMIT CMD... : runs CMD with a timeout (output in $tmp/step.out, its head
-# in log.txt), records whether its exit code is EXPECTED.
-step() {
-  local name=$1 want=$2 limit=$3
-  shift 3
-  if (( $(left) < 5 )); then
-    summary+=("$name|-|$want|0|NOT RUN (time budget)")
-    failed=1
-    return 99
-  fi
-  (( limit > $(left) )) && limit=$(left)
-  echo "=== $name (expect $want): $*" | tee -a "$log"
-  local t0=$SECONDS rc
-  timeout --kill-after=5 "$limit" "$@" > "$tmp/step.out" 2>&1
-  rc=$?
-  head -c 60000 "$tmp/step.out" >> "$log"
-  tail -n 3 "$tmp/step.out"
-  local v=ok
-  if [[ $rc != "$want" ]]; then v="UNEXPECTED (exit $rc)"; failed=1; fi
-  summary+=("$name|$rc|$want|$((SECONDS - t0))|$v")
-  return $rc
-}
+source "$root/scripts/device-steps.sh"   # left, step
 
 # json_get FILE EXPR : a value from a JSON report (EXPR is Python over `j`), "" if unreadable.
 json_get() {
