@@ -138,7 +138,9 @@ for run in runs:
             if differ:
                 problems.append(f"own {m}: {differ} elements of launches outside the contract differ from docs/spec.md section 5.1")
             if ooc:
-                notes.append(f"own {m}: {ooc} launches outside the contract, all within level T, {differ} elements differ from section 5.1")
+                own = mod.get("builtin") or "not recognised as the embedded build"
+                notes.append(f"own {m} ({own}): {ooc} launches outside the contract, all within level T, "
+                             f"{differ} elements differ from section 5.1")
             pools = [k for (kern, s), k in per.items() if s == "pools"]
             if not pools or any(k["failed"] for k in pools):
                 problems.append(f"own {m}: pools cases missing or failing")

@@ -85,6 +85,11 @@ std::string module_header_md(const ModuleResult& m) {
     s += "- decode launches outside the contract (head_dim != HDIM, docs/spec.md section 5.1): " +
          std::to_string(ooc) + " cases, " + std::to_string(ooc_passed) + " passed; each case's note says how it "
          "was judged\n";
+  if (ooc && m.builtin.rfind("decode_hdim", 0) == 0)
+    s += "- this is tqref's own `" + m.builtin + "` build (its bytes are the embedded module's): on a launch "
+         "with head_dim != HDIM it implements docs/spec.md section 5.1 (lanes above head_dim inactive, the "
+         "HDIM build's bits on zero-padded q and K; bf16 NaN rows for a head_dim it cannot compute), so "
+         "these launches also pass bit for bit with `--out-of-contract D`\n";
   if (!m.error.empty()) s += "- **not fully checked**: " + m.error + "\n";
   if (!m.fault.empty()) s += "- **GPU fault** in case `" + m.fault + "`: later cases of this module were not launched\n";
   return s + "\n";
@@ -223,7 +228,7 @@ std::string report_json(const ConformResult& r) {
          ", \"load_error\": " + json_quote(m.load_error) + ", \"load_explanation\": " +
          json_quote(m.load_explanation) + ", \"hdim\": " + std::to_string(m.hdim) + ", \"hdim_exact\": " +
          (m.hdim_exact ? "true" : "false") + ", \"hdim_evidence\": " + json_quote(m.hdim_evidence) +
-         ", \"hdim_why\": " + json_quote(m.hdim_why) +
+         ", \"hdim_why\": " + json_quote(m.hdim_why) + ", \"builtin\": " + json_quote(m.builtin) +
          ", \"decoder_level\": " + json_quote(std::string(1, m.decoder_level)) + ", \"fault\": " +
          json_quote(m.fault) + ", \"error\": " + json_quote(m.error) + ",\n \"kernels\": {";
     size_t k = 0;

@@ -46,6 +46,7 @@ struct ModuleResult {
   std::vector<SuiteRun> suites;
   std::string fault;            // "<suite>/<case>" whose launch faulted the GPU ("" = none)
   std::string error;            // any other reason the module was not (fully) checked
+  std::string builtin;          // "decode_hdim128" etc. when the bytes are tqref's own build
 };
 
 struct ConformResult {
