@@ -1,16 +1,20 @@
-// Throughput of the writer model reshape_and_cache_model in V elements per second, on 1 and 2
-// OpenMP threads, for a realistic prefill: 8 kv heads x 128 dims, 4096 tokens, block size 16.
-// Before timing, each format's pools from 1 and 2 threads are compared byte for byte; a
-// difference aborts the benchmark (a fast but wrong model is no result).
+// Throughput of the writer model reshape_and_cache_model in V elements per second, scalar
+// (model/writer.cpp) and fast (model/writer_fast_impl.h) in the same run, on 1 and 2 OpenMP
+// threads, for a realistic prefill: 8 kv heads x 128 dims, 4096 tokens, block size 16. Before
+// timing, each format's pools from scalar and fast, 1 and 2 threads are compared byte for byte;
+// a difference aborts the benchmark (a fast but wrong model is no result).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "bench_context.h"
+#include "tqref/model_path.h"
 #include "tqref/numeric.h"
 #include "tqref/writer.h"
 
@@ -52,45 +56,60 @@ struct Workload {
   void run(Format f) { reshape_and_cache_model(f, key, value, k_cache, v_cache, slots, p); }
 };
 
-// Same bytes on 1 and 2 threads, else abort with a message.
-void verify_thread_independence(Format f) {
-  Workload one(f), two(f);
+// Same bytes from scalar and fast, on 1 and 2 threads, else abort with a message.
+void verify(Format f) {
+  Workload ref(f);
+  set_model_path(ModelPath::scalar);
   omp_set_num_threads(1);
-  one.run(f);
-  omp_set_num_threads(2);
-  two.run(f);
-  if (one.k_cache != two.k_cache || one.v_cache != two.v_cache) {
-    std::fprintf(stderr, "bench_writer: %s pools differ between 1 and 2 threads\n",
-                 traits(f).name);
-    std::exit(1);
-  }
+  ref.run(f);
+  for (ModelPath path : {ModelPath::scalar, ModelPath::fast})
+    for (int threads : {1, 2}) {
+      Workload w(f);
+      set_model_path(path);
+      omp_set_num_threads(threads);
+      w.run(f);
+      if (w.k_cache != ref.k_cache || w.v_cache != ref.v_cache) {
+        std::fprintf(stderr, "bench_writer: %s pools of the %s model on %d threads differ from "
+                     "the scalar model on 1\n", traits(f).name, model_path_name(path), threads);
+        std::exit(1);
+      }
+    }
 }
 
-// Args: format index, thread count.
+// Args: fast (0 scalar, 1 fast), format index, thread count.
 void BM_reshape_and_cache_model(benchmark::State& state) {
-  const Format f = kFormats[state.range(0)].format;
-  const int threads = int(state.range(1));
+  const bool fast = state.range(0) != 0;
+  const Format f = kFormats[state.range(1)].format;
+  const int threads = int(state.range(2));
   static bool verified[kNumFormats] = {};
-  if (!verified[state.range(0)]) {
-    verify_thread_independence(f);
-    verified[state.range(0)] = true;
+  if (!verified[state.range(1)]) {
+    verify(f);
+    verified[state.range(1)] = true;
   }
   Workload w(f);
+  set_model_path(fast ? ModelPath::fast : ModelPath::scalar);
   omp_set_num_threads(threads);
   for (auto _ : state) {
     w.run(f);
     benchmark::ClobberMemory();
   }
+  set_model_path(ModelPath::fast);
   state.SetItemsProcessed(int64_t(state.iterations()) * kTokens * kN);
-  state.SetLabel(std::string(traits(f).name) + " H8 D128 T4096 B16");
+  state.SetLabel(std::string(fast ? "fast-" + fast_isa() : "scalar") + " " + traits(f).name +
+                 " H8 D128 T4096 B16 threads=" + std::to_string(threads));
 }
 
+// Repetitions with a "min" row, as bench_decode.
 BENCHMARK(BM_reshape_and_cache_model)
-    ->ArgNames({"format", "threads"})
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgNames({"fast", "format", "threads"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ComputeStatistics("min", [](const std::vector<double>& v) {
+      return *std::min_element(v.begin(), v.end());
+    });
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) { return tqref::bench::run_benchmarks(argc, argv); }

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <vector>
 
+#include "decode_fast.h"
 #include "tqref/contract.h"
+#include "tqref/model_path.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
@@ -385,6 +387,8 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
     diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
   }
   if (p.num_seqs == 0) return;
+  if (model_path() == ModelPath::fast)  // the SIMD path, equal bit for bit (decode_fast.h)
+    return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
   const Pools pools{q.data(),
                     k_cache.data(),
                     v_cache.data(),

@@ -4,7 +4,9 @@
 #include <bit>
 #include <cstring>
 
+#include "fast_kernels.h"
 #include "tqref/contract.h"
+#include "tqref/model_path.h"
 #include "tqref/quantize.h"
 
 namespace tqref {
@@ -56,6 +58,7 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                         p.v_data_section_bytes};
   const uint32_t n = g.elems_per_token();
   const int64_t tokens = static_cast<int64_t>(slot_mapping.size());
+  const fast::FastKernels* fk = model_path() == ModelPath::fast ? &fast::kernels() : nullptr;
 #pragma omp parallel for schedule(static)
   for (int64_t tok = 0; tok < tokens; ++tok) {
     const int64_t s = slot_mapping[tok];
@@ -67,6 +70,10 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
     const uint16_t* vrow = value.data() + uint64_t(tok) * p.value_stride;
     uint8_t* codes = v_cache.data() + g.v_code_row_offset(s, t.bits);
     uint8_t* scales = v_cache.data() + g.v_scale_row_offset(s);
+    if (fk) {  // the SIMD path, equal bit for bit (writer_fast_impl.h)
+      fk->writer_v_row(t, vrow, n, codes, scales);
+      continue;
+    }
     switch (t.bits) {
       case 2: write_v_row<2>(t, vrow, n, codes, scales); break;
       case 3: write_v_row<3>(t, vrow, n, codes, scales); break;

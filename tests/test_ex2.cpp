@@ -1,6 +1,10 @@
-// The EX2 model (model/ex2.cpp) loaded from the committed sm_90 profile, against hardware readings
-// (data/hw/sm_90/ex2_readings.h5, made by harness/gpu/make_ex2_readings.py from the H200
-// measurement), structural properties of the unit, EXPF, and the profile loader's failure modes.
+// The EX2 model (model/ex2.cpp) loaded from the committed sm_90 profile (format 2, the datapath),
+// against hardware readings (data/hw/sm_90/ex2_readings.h5, made by
+// harness/gpu/make_ex2_readings.py from the H200 measurement) and against the measured
+// fraction table (data/hw/sm_90/ex2_measured_table.h5, format 1); the datapath's readable and fast
+// forms, the fit of model/tqref/ex2_fit.h, structural properties of the unit, EXPF, and the profile
+// loader's failure modes. test_ex2_long.cpp compares the datapath model with the measured table
+// on every non-positive float and NaN.
 #define BOOST_TEST_MODULE test_ex2
 #include <boost/test/unit_test.hpp>
 
@@ -14,9 +18,15 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+#include <random>
+
 #include "io/ex2_profile_io.h"
 #include "io/hdf5_util.h"
+#include "sm90_ex2.h"
+#include "tqref/ex2_fit.h"
 #include "tqref/ex2.h"
+#include "tqref/ex2_datapath.h"
 #include "tqref/numeric.h"
 
 namespace fs = std::filesystem;
@@ -24,22 +34,49 @@ using namespace tqref;
 
 namespace {
 
-const std::string kProfile = std::string(TQREF_SOURCE_DIR) + "/data/hw/sm_90/ex2.h5";
+using test::hex32;
+const std::string& kProfile = test::kSm90Profile;
+const std::string& kMeasured = test::kSm90Measured;  // the measured table (format 1)
 const std::string kReadings = std::string(TQREF_SOURCE_DIR) + "/data/hw/sm_90/ex2_readings.h5";
+const Ex2Profile& profile() { return test::sm90_profile(); }
+const Ex2Profile& measured() { return test::sm90_measured(); }
 
-const Ex2Profile& profile() {
-  static const Ex2Profile p = load_ex2_profile(kProfile);
-  return p;
+// The sm_90 coefficients (C0, C1, C2) per segment as the independent exploration of 2026-12-01
+// found them (docs/ex2.md, "The datapath"), with cut 19 and bias 6114: the oracle for the
+// committed profile and for the fitter, which never saw them.
+constexpr uint32_t kFoundCut = 19, kFoundBias = 6114;
+constexpr uint32_t kFoundCoefficients[64][3] = {
+    {3, 22713, 494}, {365386, 22960, 501}, {734750, 23210, 506}, {1108133, 23463, 511},
+    {1485586, 23718, 518}, {1867145, 23977, 521}, {2252860, 24238, 527}, {2642777, 24502, 532},
+    {3036940, 24768, 541}, {3435393, 25038, 546}, {3838184, 25311, 551}, {4245365, 25586, 559},
+    {4656977, 25865, 564}, {5073072, 26147, 568}, {5493699, 26431, 577}, {5918905, 26719, 583},
+    {6348741, 27010, 589}, {6783258, 27304, 596}, {7222505, 27602, 600}, {7666538, 27902, 609},
+    {8115404, 28206, 615}, {8569160, 28513, 622}, {9027854, 28824, 627}, {9491545, 29138, 633},
+    {9960285, 29455, 641}, {10434129, 29776, 647}, {10913133, 30100, 655}, {11397354, 30428, 661},
+    {11886846, 30759, 670}, {12381669, 31094, 677}, {12881882, 31432, 686}, {13387539, 31775, 691},
+    {13898703, 32121, 699}, {14415435, 32471, 705}, {14937793, 32824, 715}, {15465837, 33182, 721},
+    {15999633, 33543, 730}, {16539242, 33908, 739}, {17084727, 34277, 748}, {17636150, 34651, 753},
+    {18193579, 35028, 763}, {18757078, 35409, 773}, {19326714, 35795, 779}, {19902551, 36185, 787},
+    {20484659, 36579, 796}, {21073106, 36977, 806}, {21667961, 37380, 813}, {22269293, 37787, 822},
+    {22877175, 38198, 833}, {23491674, 38614, 842}, {24112865, 39035, 849}, {24740822, 39460, 858},
+    {25375616, 39889, 870}, {26017322, 40324, 877}, {26666015, 40763, 887}, {27321773, 41207, 896},
+    {27984672, 41655, 909}, {28654788, 42109, 917}, {29332202, 42568, 925}, {30016992, 43031, 938},
+    {30709240, 43500, 946}, {31409026, 43973, 959}, {32116431, 44452, 969}, {32831540, 44936, 980},
+};
+
+Ex2Datapath found_datapath() {
+  Ex2Datapath d;
+  d.cut = kFoundCut;
+  d.bias = kFoundBias;
+  for (uint32_t s = 0; s < kEx2Segments; ++s)
+    d.seg[s] = {kFoundCoefficients[s][0], kFoundCoefficients[s][1], kFoundCoefficients[s][2]};
+  return d;
 }
 
 uint32_t ex2_bits(uint32_t x) { return f32_bits(profile().ex2(f32_from_bits(x))); }
 uint32_t expf_bits(uint32_t x) { return f32_bits(profile().expf(f32_from_bits(x))); }
 
-std::string hex(uint32_t b) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08" PRIX32, b);
-  return s;
-}
+std::string hex(uint32_t b) { return hex32(b); }
 
 // Scratch directory for the loader tests, removed at the end of each test.
 struct TempDir {
@@ -209,26 +246,159 @@ BOOST_AUTO_TEST_CASE(from_table_rejects_bad_tables) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(loader)
+BOOST_AUTO_TEST_SUITE(datapath)
 
-// The committed profile's identity: catches a regenerated file whose table differs silently.
-BOOST_AUTO_TEST_CASE(committed_profile_identity) {
-  BOOST_CHECK_EQUAL(profile().arch(), "sm_90");
-  BOOST_CHECK_EQUAL(profile().id(), ex2_profile_id("sm_90", profile().fraction_table()));
-  const Ex2Provenance p = read_ex2_provenance(kProfile);
-  BOOST_CHECK_EQUAL(p.device_name, "NVIDIA H200");
-  BOOST_CHECK_EQUAL(p.driver_version, "580.159.04");
-  BOOST_CHECK_LT(fs::file_size(kProfile), 4u << 20);
+// The committed profile stores exactly the coefficients the exploration found: catches a
+// conversion that changed them (even to another set giving the same table, which would make the
+// file disagree with docs/ex2.md).
+BOOST_AUTO_TEST_CASE(committed_coefficients_are_the_found_ones) {
+  BOOST_REQUIRE(profile().datapath());
+  BOOST_CHECK(*profile().datapath() == found_datapath());
 }
 
-// Save then load gives the same table and id: catches an encoding that loses entries.
+// Every entry of the measured table, by the fast evaluation the model calls and by the readable
+// generator: catches any error in either form of any step (index complement, segment split,
+// squarer cut, the 32-bit split of Y, the final truncation, the two exact end points).
+BOOST_AUTO_TEST_CASE(every_entry_equals_measured_table) {
+  const std::vector<uint32_t> want = measured().fraction_table(), fast = profile().fraction_table();
+  const Ex2Datapath d = found_datapath();
+  uint64_t bad_fast = 0, bad_readable = 0;
+  for (uint32_t k = 0; k < kEx2FractionEntries; ++k) {
+    if (fast[k] != want[k] && ++bad_fast <= 4)
+      BOOST_ERROR("fast F[" << k << "] = " << hex(fast[k]) << ", measured " << hex(want[k]));
+    const uint32_t r = ex2_fraction_by_datapath_steps(d, k);
+    if (r != want[k] && ++bad_readable <= 4)
+      BOOST_ERROR("readable F[" << k << "] = " << hex(r) << ", measured " << hex(want[k]));
+  }
+  BOOST_CHECK_EQUAL(bad_fast, 0u);
+  BOOST_CHECK_EQUAL(bad_readable, 0u);
+  BOOST_CHECK_NE(want[1], want[1u << 22]);  // the table is not constant
+}
+
+// The fast evaluation equals the readable generator for parameters sm_90 does not use (random
+// coefficients at every admitted cut, random bias): catches a 32-bit split that is exact only for
+// sm_90's values.
+BOOST_AUTO_TEST_CASE(fast_equals_readable_for_other_parameters) {
+  std::mt19937_64 rng(20261201);
+  uint64_t bad = 0, checked = 0;
+  for (uint32_t cut = kEx2MinCut; cut <= kEx2MaxCut; ++cut) {
+    Ex2Datapath d;
+    d.cut = cut;
+    d.bias = uint32_t(rng() % (1u << kEx2C0Shift));
+    for (Ex2Segment& s : d.seg)  // any widths-conforming values; the map need not be valid
+      s = {uint32_t(rng() % (1u << kEx2C0Bits)), uint32_t(rng() % (1u << kEx2C1Bits)),
+           uint32_t(rng() % (1u << kEx2C2Bits))};
+    d.seg[0] = {(1u << kEx2C0Bits) - 1, (1u << kEx2C1Bits) - 1, (1u << kEx2C2Bits) - 1};  // maxima
+    const std::vector<uint32_t> fast = ex2_datapath_table(d);
+    for (int i = 0; i < 20000; ++i) {
+      // k near the top of each segment's range too (X large: the widest products)
+      const uint32_t k = i < 64 ? 0x7FFFFFu - (uint32_t(i) << 17) - 0x1FFFEu
+                                : uint32_t(rng() % kEx2FractionEntries);
+      ++checked;
+      if (fast[k] != ex2_fraction_by_datapath_steps(d, k) && ++bad <= 4)
+        BOOST_ERROR("cut " << cut << " k " << k << ": fast " << hex(fast[k]) << ", readable "
+                           << hex(ex2_fraction_by_datapath_steps(d, k)));
+    }
+  }
+  BOOST_CHECK_EQUAL(bad, 0u);
+  BOOST_CHECK_GT(checked, 200000u);
+}
+
+// The fitter finds the sm_90 coefficients from the measured table alone, and verifies them:
+// catches a fitter that cannot find the unit's member (wrong index complement, window, bias
+// search) or that picks another member. Its time is reported (about 1 s on 2 cores).
+BOOST_AUTO_TEST_CASE(fit_recovers_sm90_coefficients) {
+  const Ex2FitResult r = fit_ex2_datapath(measured().fraction_table());
+  BOOST_TEST_MESSAGE("fit: " << r.summary << "time " << r.seconds << " s");
+  BOOST_REQUIRE(r.datapath.has_value());
+  BOOST_CHECK(*r.datapath == found_datapath());
+  BOOST_CHECK_EQUAL(r.mismatches, 0u);
+  BOOST_CHECK_EQUAL(r.bias_choices, 1u);
+  for (const Ex2SegmentFit& s : r.segments) BOOST_CHECK_EQUAL(s.feasible_pairs, 1u);
+}
+
+// A table no member reproduces (one entry 64 ulp low, which no quadratic through its neighbours
+// can reach) is refused with the segment named, so calibrate keeps the table: catches a fitter
+// that accepts without checking every point.
+BOOST_AUTO_TEST_CASE(fit_refuses_table_outside_family) {
+  std::vector<uint32_t> t = measured().fraction_table();
+  const uint32_t k = 0x7FFFFFu - ((5u << 17) | 777u);  // segment 5, X = 777
+  t[k] -= 64;
+  const Ex2FitResult r = fit_ex2_datapath(t);
+  BOOST_CHECK(!r.datapath.has_value());
+  BOOST_CHECK(contains(r.summary, "cut 19: segment 5"));
+  BOOST_CHECK_THROW(fit_ex2_datapath(std::vector<uint32_t>(100)), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(loader)
+
+// The committed profile's identity: catches a regenerated file whose table differs silently, a
+// datapath file that lost its id, and a measured-table file that no longer reads (format 1).
+BOOST_AUTO_TEST_CASE(committed_profile_identity) {
+  BOOST_CHECK_EQUAL(profile().arch(), "sm_90");
+  BOOST_CHECK_EQUAL(profile().id(), "sm_90-ex2-v1-b16c2a8bd78f");
+  BOOST_CHECK_EQUAL(profile().id(), ex2_profile_id("sm_90", profile().fraction_table()));
+  BOOST_CHECK(profile().datapath().has_value());
+  BOOST_CHECK_EQUAL(measured().id(), profile().id());
+  BOOST_CHECK(!measured().datapath().has_value());
+  for (const std::string& path : {kProfile, kMeasured}) {
+    const Ex2Provenance p = read_ex2_provenance(path);
+    BOOST_CHECK_EQUAL(p.device_name, "NVIDIA H200");
+    BOOST_CHECK_EQUAL(p.driver_version, "580.159.04");
+    BOOST_CHECK_EQUAL(p.measured_date, "2026-11-30");
+  }
+  BOOST_CHECK_LT(fs::file_size(kProfile), 16u << 10);  // 64 rows, not 2^23 entries
+  BOOST_CHECK_EQUAL(h5::Node::open_file(kMeasured).attr_int("format_version"), 1);
+  BOOST_CHECK_EQUAL(h5::Node::open_file(kProfile).attr_int("format_version"), 2);
+}
+
+// Save then load gives the same map, form and id, for a datapath and for a table profile (which
+// format 2 stores as deltas, like format 1): catches an encoding that loses entries or
+// coefficients, or a table profile written as something else.
 BOOST_AUTO_TEST_CASE(round_trip) {
+  TempDir d;
+  for (const Ex2Profile* p : {&profile(), &measured()}) {
+    const std::string path = (d.path / "ex2.h5").string();
+    save_ex2_profile(path, *p, read_ex2_provenance(kProfile));
+    Ex2Profile back = load_ex2_profile(path);
+    BOOST_CHECK(back.fraction_table() == p->fraction_table());
+    BOOST_CHECK(back.datapath() == p->datapath());
+    BOOST_CHECK_EQUAL(back.id(), p->id());
+    BOOST_CHECK_EQUAL(h5::Node::open_file(path).attr_string("fraction_model"),
+                      p->datapath() ? "datapath" : "table");
+    fs::remove(path);
+  }
+}
+
+// A datapath file whose coefficient was edited but kept its id: the rebuilt map's hash catches
+// it, naming the dataset.
+BOOST_AUTO_TEST_CASE(edited_coefficient) {
+  TempDir d;
+  const std::string path = (d.path / "ex2.h5").string();
+  Ex2Datapath dp = *profile().datapath();
+  dp.seg[17].c0 += 1;
+  save_ex2_profile(path, Ex2Profile::from_datapath(profile().id(), "sm_90", dp),
+                   read_ex2_provenance(kProfile));
+  const std::string msg = error_of([&] { load_ex2_profile(path); });
+  BOOST_CHECK(contains(msg, "datapath_coefficients"));
+  BOOST_CHECK(contains(msg, "hash"));
+}
+
+// Parameters outside the family's widths are refused by name and range, before any evaluation.
+BOOST_AUTO_TEST_CASE(datapath_out_of_range) {
   TempDir d;
   const std::string path = (d.path / "ex2.h5").string();
   save_ex2_profile(path, profile(), read_ex2_provenance(kProfile));
-  Ex2Profile back = load_ex2_profile(path);
-  BOOST_CHECK(back.fraction_table() == profile().fraction_table());
-  BOOST_CHECK_EQUAL(back.id(), profile().id());
+  h5::Node::open_file_rw(path).set_attr("datapath_cut", int64_t(40));
+  std::string msg = error_of([&] { load_ex2_profile(path); });
+  BOOST_CHECK(contains(msg, "cut 40"));
+  BOOST_CHECK(contains(msg, "[14, 26]"));
+  Ex2Datapath dp = *profile().datapath();
+  dp.seg[3].c2 = 1024;
+  msg = error_of([&] { Ex2Profile::from_datapath("x", "sm_90", dp); });
+  BOOST_CHECK(contains(msg, "segment 3"));
 }
 
 BOOST_AUTO_TEST_CASE(missing_file) {

@@ -17,6 +17,7 @@
 #include "io/hdf5_util.h"
 #include "io/input_file.h"
 #include "tqref/build_info.h"
+#include "tqref/ex2_fit.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
 #include "gpu/ex2_calibration.h"
@@ -31,7 +32,7 @@ using namespace tqref;
 using namespace tqref::cli;
 
 struct Options {
-  std::string out, arch = "auto", from_raw, raw_out, device_name, driver, cuda, date;
+  std::string out, arch = "auto", from_raw, from_profile, raw_out, device_name, driver, cuda, date;
   int device = 0;
   bool force = false;
   std::string command_line;
@@ -57,9 +58,34 @@ int write_profile(const Options& o, const std::string& out, const Ex2Profile& p,
     return kExitBadInput;
   }
   save_ex2_profile(out, p, prov);  // read back before it is renamed into place
-  std::printf("wrote %s (profile %s, %llu bytes)\n", out.c_str(), p.id().c_str(),
+  std::printf("wrote %s (profile %s, %s, %llu bytes)\n", out.c_str(), p.id().c_str(),
+              p.datapath() ? "datapath coefficients" : "fraction table",
               static_cast<unsigned long long>(fs::file_size(out)));
   return kExitOk;
+}
+
+// The profile for a measured fraction table: the datapath when a member of the family
+// reproduces every entry (fit_ex2_datapath checks all of them), else the table itself. Prints
+// what the fit found and records it in prov.fraction_note.
+Ex2Profile profile_for_table(const std::string& arch, const std::vector<uint32_t>& f,
+                             const Ex2FitResult& fit, Ex2Provenance& prov) {
+  std::printf("datapath fit (%s, %.2f s):\n%s", kEx2DatapathFamily, fit.seconds, fit.summary.c_str());
+  const std::string id = ex2_profile_id(arch, f);
+  if (fit.datapath) {
+    uint32_t unique = 0;
+    for (const Ex2SegmentFit& s : fit.segments) unique += s.feasible_pairs == 1;
+    prov.fraction_note = std::string(kEx2DatapathFamily) + " fitted by per-segment interval "
+                         "feasibility (tqref calibrate ex2), cut " + std::to_string(fit.datapath->cut) +
+                         ", bias " + std::to_string(fit.datapath->bias) + " (" +
+                         std::to_string(fit.bias_choices) + " possible), " + std::to_string(unique) +
+                         " of 64 segments with a unique (C1, C2); all 2^23 + 1 entries of table " +
+                         id + " reproduced";
+    return Ex2Profile::from_datapath(id, arch, *fit.datapath);
+  }
+  std::printf("no member of the datapath family reproduces this table: storing the table\n");
+  prov.fraction_note = std::string("measured table: no member of ") + kEx2DatapathFamily +
+                       " reproduces it (" + fit.summary + ")";
+  return Ex2Profile::from_table(id, arch, f);
 }
 
 // --from-raw FILE: a fraction table measured elsewhere (harness/gpu/ex2_explore.cu writes
@@ -91,10 +117,8 @@ int run_from_raw(const Options& o) {
   const auto byte = [&raw](uint64_t i) { return uint32_t(static_cast<unsigned char>(raw[i])); };
   for (uint64_t k = 0; k < n; ++k)
     f[k] = byte(4 * k) | byte(4 * k + 1) << 8 | byte(4 * k + 2) << 16 | byte(4 * k + 3) << 24;
-  Ex2Profile p;
   try {
-    const std::string id = ex2_profile_id(o.arch, f);
-    p = Ex2Profile::from_table(id, o.arch, std::move(f));
+    Ex2Profile::from_table("", o.arch, f);  // the structure's invariants, before fitting
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "tqref calibrate ex2: %s: %s\n", o.from_raw.c_str(), e.what());
     return kExitBadInput;
@@ -102,8 +126,20 @@ int run_from_raw(const Options& o) {
   Ex2Provenance prov{o.device_name, o.driver, o.cuda, o.date,
                      "raw fraction table " + fs::path(o.from_raw).filename().string() +
                          " (harness/gpu/ex2_explore.cu)",
-                     o.command_line};
+                     o.command_line, ""};
+  const Ex2Profile p = profile_for_table(o.arch, f, fit_ex2_datapath(f), prov);
   return write_profile(o, o.out.empty() ? default_out(o.arch) : o.out, p, prov);
+}
+
+// --from-profile FILE: a stored profile (format version 1 or 2) refitted and written as version
+// 2 with the same id and the measurement's provenance.
+int run_from_profile(const Options& o) {
+  const Ex2Profile in = load_ex2_profile(o.from_profile);
+  Ex2Provenance prov = read_ex2_provenance(o.from_profile);
+  prov.regenerate_command = o.command_line;
+  const std::vector<uint32_t> f = in.fraction_table();
+  const Ex2Profile p = profile_for_table(in.arch(), f, fit_ex2_datapath(f), prov);
+  return write_profile(o, o.out.empty() ? default_out(in.arch()) : o.out, p, prov);
 }
 
 #if TQREF_HAVE_GPU
@@ -132,8 +168,9 @@ void compare_with_known(const std::string& arch, const std::vector<uint32_t>& f)
   try {
     const std::string path = find_ex2_profile(arch);
     const Ex2Profile known = load_ex2_profile(path);
+    const std::vector<uint32_t> known_f = known.fraction_table();
     uint64_t diff = 0;
-    for (size_t k = 0; k < f.size(); ++k) diff += known.fraction_table()[k] != f[k];
+    for (size_t k = 0; k < f.size(); ++k) diff += known_f[k] != f[k];
     std::printf("existing profile %s (%s): %s\n", path.c_str(), known.id().c_str(),
                 diff == 0 ? "identical fraction table"
                           : (std::to_string(diff) + " entries of F differ").c_str());
@@ -201,12 +238,12 @@ int run_on_gpu(const Options& o) {
                  m.total_mismatches());
     return kExitMismatch;
   }
-  const Ex2Profile p = Ex2Profile::from_table(ex2_profile_id(arch, m.fraction), arch, m.fraction);
   Ex2Provenance prov{dev.name, driver.empty() ? "unknown" : driver, d->api_version_string(),
                      today_utc(),
                      std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
                          "), probe tqref_ex2_probe (kernels/testing/probes/ex2_probe.cu)",
-                     o.command_line};
+                     o.command_line, ""};
+  const Ex2Profile p = profile_for_table(arch, m.fraction, m.fit, prov);
   return write_profile(o, out, p, prov);
 }
 #else
@@ -219,8 +256,10 @@ int run_on_gpu(const Options&) {
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc(
       "usage: tqref calibrate ex2 [options]\n"
-      "  Measures the GPU's MUFU.EX2 unit over every non-positive float and every NaN, checks the\n"
-      "  model against each result and writes the profile (docs/ex2.md). Options");
+      "  Measures the GPU's MUFU.EX2 unit over every non-positive float and every NaN, fits the\n"
+      "  datapath's coefficients to the fraction table (or keeps the table when no member of the\n"
+      "  family fits), checks the model against each result and writes the profile (docs/ex2.md).\n"
+      "  Options");
   Options o;
   desc.add_options()("help,h", "this text")
       ("out", po::value(&o.out), "output profile (default: where the loader looks first, "
@@ -232,6 +271,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("raw-out", po::value(&o.raw_out), "also write the measured F[0 .. 2^23] as raw uint32 LE "
        "(input of harness/gpu/make_ex2_readings.py)")
       ("from-raw", po::value(&o.from_raw), "convert a raw fraction table (uint32 LE) instead")
+      ("from-profile", po::value(&o.from_profile), "refit a stored profile (format 1 or 2) and "
+       "write it as format 2, same id and provenance")
       ("device-name", po::value(&o.device_name), "with --from-raw: the GPU measured")
       ("driver", po::value(&o.driver), "with --from-raw: its driver version")
       ("cuda", po::value(&o.cuda), "with --from-raw: the CUDA version")
@@ -256,6 +297,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   o.command_line = "tqref calibrate";
   for (const auto& a : args)
     o.command_line += a.find_first_of(" \t'\"") == std::string::npos ? " " + a : " '" + a + "'";
+  if (!o.from_raw.empty() && !o.from_profile.empty()) {
+    std::fprintf(stderr, "tqref calibrate ex2: give --from-raw or --from-profile, not both\n");
+    return kExitUsage;
+  }
+  if (!o.from_profile.empty()) return run_from_profile(o);
   return o.from_raw.empty() ? run_on_gpu(o) : run_from_raw(o);
 }
 

@@ -63,7 +63,7 @@ struct GpuArgs {
 
 struct CheckArgs {
   std::string file, backend_name = "model", report, junit, only, repro_dir, inject = "none";
-  std::string level = "exact", filter, kind_filter, dispatch = "published", out_of_contract = "T";
+  std::string level = "exact", filter, kind_filter, dispatch = "published", out_of_contract = "T", model;
   size_t show = 8;
   bool no_explain = false;
   DispatchRule rule = DispatchRule::published;
@@ -113,6 +113,7 @@ po::options_description check_options(CheckArgs& a) {
       "gpu: seconds one kernel launch may run before it is reported as hung (default 60)")(
       "threshold", po::value(&a.ga.threshold),
       "gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with (default 1e-3)");
+  add_model_option(desc, &a.model);
   return desc;
 }
 
@@ -328,6 +329,7 @@ int cmd_check(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (const auto rc = parse_options("tqref check", args, desc, vm, &pos)) return *rc;
   if (const auto rc = check_arguments(a, vm)) return *rc;
+  if (!apply_model_option("tqref check", a.model)) return kExitUsage;
   h5::Node root = h5::Node::open_file(a.file);
   const Provenance prov = read_provenance(root);
   const std::optional<Ex2Profile> ex2 = ex2_for_file(prov, a.file);

@@ -44,7 +44,7 @@ bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
 }
 
 int cmd_generate(const std::vector<std::string>& args) {
-  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models;
+  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models, model;
   uint64_t seed = 1;
   int threads = omp_get_max_threads();
   po::options_description desc(
@@ -61,11 +61,13 @@ int cmd_generate(const std::vector<std::string>& args) {
       "threads", po::value(&threads), "OpenMP threads across cases (default: all)")(
       "shard", po::value(&shard), "I/N: only specs with index % N == I (default 0/1)")(
       "ex2-arch", po::value(&ex2_arch), "EX2 profile used for decode cases (default sm_90)");
+  add_model_option(desc, &model);
   // --trace FILE: cases from a captured trace instead of a suite (docs/traces.md).
   tqref::trace::TraceGenerateCli trace_cli;
   tqref::trace::add_trace_generate_options(desc, trace_cli);
   po::variables_map vm;
   if (const auto rc = parse_options("tqref generate", args, desc, vm)) return *rc;
+  if (!apply_model_option("tqref generate", model)) return kExitUsage;
   if (vm.count("trace")) {
     if (out.empty() || !suite.empty() || !config.empty()) {
       std::fprintf(stderr, "tqref generate: --trace takes --out and neither --suite nor --config\n");

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "tqref/model_path.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
 #endif
@@ -11,6 +12,35 @@
 namespace po = boost::program_options;
 
 namespace tqref::cli {
+
+void add_model_option(po::options_description& desc, std::string* value) {
+  desc.add_options()("model", po::value(value),
+                     "CPU model: fast (default, SIMD), scalar (the readable reference), or a fast "
+                     "path instruction set: avx512, avx2, portable; same bits, different speed");
+}
+
+bool apply_model_option(const std::string& command, const std::string& value) {
+  if (value.empty() || value == "fast") {
+    set_model_path(ModelPath::fast);
+    return true;
+  }
+  if (value == "scalar") {
+    set_model_path(ModelPath::scalar);
+    return true;
+  }
+  std::string allowed = "fast, scalar";
+  for (const std::string& isa : fast_isas()) {
+    if (isa == value) {
+      set_fast_isa(value);
+      set_model_path(ModelPath::fast);
+      return true;
+    }
+    allowed += ", " + isa;
+  }
+  std::fprintf(stderr, "%s: --model %s; allowed on this CPU: %s\n", command.c_str(), value.c_str(),
+               allowed.c_str());
+  return false;
+}
 
 std::optional<int> parse_options(const std::string& command, const std::vector<std::string>& args,
                                  const po::options_description& desc, po::variables_map& vm,

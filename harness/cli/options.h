@@ -18,6 +18,15 @@ std::optional<int> parse_options(const std::string& command, const std::vector<s
                                  const boost::program_options::positional_options_description* pos =
                                      nullptr);
 
+// --model, for the subcommands that run the CPU model: which implementation runs
+// (tqref/model_path.h): "fast" (default: the SIMD path on the best instruction set this CPU has),
+// "scalar" (the readable reference), or an instruction set of the fast path ("avx512", "avx2",
+// "portable"). Outputs are the same bits whichever is chosen; only the time differs.
+void add_model_option(boost::program_options::options_description& desc, std::string* value);
+// Sets the model path; on a bad value prints "<command>: --model ..." with the values this CPU
+// allows and returns false (the caller exits with kExitUsage).
+bool apply_model_option(const std::string& command, const std::string& value);
+
 // "" when a CUDA driver with at least one device can be used; else why not (tqref built without
 // CUDA, no driver, or a driver that reports 0 devices). Asked before any file is read.
 std::string gpu_unavailable();

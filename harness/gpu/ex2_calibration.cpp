@@ -143,6 +143,10 @@ Ex2Measurement measure_ex2(const gpu::Context& ctx, const std::string& arch,
   try {
     model = Ex2Profile::from_table(ex2_profile_id(arch, r.fraction), arch, r.fraction);
     r.fraction_valid = r.fraction_missing == 0;
+    if (r.fraction_valid) {
+      r.fit = fit_ex2_datapath(r.fraction);
+      if (r.fit.datapath) model = Ex2Profile::from_datapath(model.id(), arch, *r.fit.datapath);
+    }
     if (!r.fraction_valid) r.fraction_problem = std::to_string(r.fraction_missing) + " entries of F not measured";
   } catch (const std::invalid_argument& e) {
     r.fraction_problem = e.what();
@@ -151,7 +155,7 @@ Ex2Measurement measure_ex2(const gpu::Context& ctx, const std::string& arch,
     r.kernel_ms = probe.kernel_ms;
     return r;
   }
-  // Pass 2: the model built from F against every result.
+  // Pass 2: the model (the fitted datapath, or F) against every result.
   r.classes.resize(kClasses);
   for (int c = 0; c < kClasses; ++c) r.classes[size_t(c)].name = kClassName[c];
   uint64_t total = 0, done = 0;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "io/data_dir.h"
 #include "io/hdf5_util.h"
@@ -18,7 +19,7 @@ namespace tqref {
 namespace {
 
 constexpr const char* kFormat = "tqref-ex2-profile";
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;  // version 1 (table only) is still read
 constexpr const char* kDeltaDataset = "fraction_delta";
 
 constexpr const char* kStructureRules =
@@ -41,6 +42,85 @@ bool file_exists(const std::string& p) {
 std::string read_attr(const h5::Node& f, const char* name) {
   if (!f.has_attr(name)) throw Ex2ProfileError(f.where() + ": attribute '" + name + "' missing");
   return f.attr_string(name);
+}
+
+constexpr const char* kDatapathDataset = "datapath_coefficients";
+
+constexpr const char* kDatapathSteps =
+    "k = 0 -> 1.0, k = 2^23 -> 0.5; else jp = ~k & 0x7FFFFF, seg = jp >> 17, X = jp & 0x1FFFF; "
+    "S = (sum of the bits of the folded partial-product array of X^2 (X_i at column 2i, X_i*X_j "
+    "for i < j at column i + j + 1) in columns >= datapath_cut) >> datapath_cut; "
+    "Y = C0 * 2^13 + datapath_bias + C1 * X + C2 * S (full precision, units 2^-38); "
+    "F[k] bits = 0x3F000000 | (Y >> 15). Rows (C0, C1, C2) of datapath_coefficients by seg; "
+    "see tqref/ex2_datapath.h";
+
+void write_table(const h5::Node& file, const std::string& path, const std::vector<uint32_t>& f) {
+  const std::vector<uint32_t>& ref = ex2_reference_table();
+  std::vector<int8_t> delta(f.size());
+  for (size_t k = 0; k < f.size(); ++k) {
+    int64_t d = int64_t(f[k]) - int64_t(ref[k]);
+    if (d < -128 || d > 127)
+      throw Ex2ProfileError(path + ": F[" + std::to_string(k) + "] is " + std::to_string(d) +
+                            " ulp from the reference; the int8 delta encoding allows [-128, 127]");
+    delta[k] = static_cast<int8_t>(d);
+  }
+  file.set_attr("reference", std::string(kReferenceText));
+  file.write(kDeltaDataset, delta, {f.size()},
+             "F_bits[k] = reference_bits(k) + delta[k], k in [0, 2^23]; F[k] = EX2(-k * 2^-23)");
+}
+
+void write_datapath(const h5::Node& file, const Ex2Datapath& d) {
+  std::vector<uint32_t> rows;
+  for (const Ex2Segment& s : d.seg) rows.insert(rows.end(), {s.c0, s.c1, s.c2});
+  file.set_attr("datapath_family", std::string(kEx2DatapathFamily));
+  file.set_attr("datapath_cut", int64_t(d.cut));
+  file.set_attr("datapath_bias", int64_t(d.bias));
+  file.set_attr("datapath_steps", std::string(kDatapathSteps));
+  file.write(kDatapathDataset, rows, {kEx2Segments, 3},
+             "row seg: C0 (value C0 * 2^-25), C1 (C1 * 2^-15), C2 (C2 * 2^-11 at cut 19)");
+}
+
+std::vector<uint32_t> read_table(const h5::Node& f) {
+  std::vector<uint64_t> shape{kEx2FractionEntries};
+  std::vector<int8_t> delta;
+  try {
+    delta = f.read<int8_t>(kDeltaDataset, &shape);
+  } catch (const h5::Error& e) {
+    throw Ex2ProfileError(std::string(e.what()) + " (expected int8 [" +
+                          std::to_string(kEx2FractionEntries) + "], 2^23 + 1 entries)");
+  }
+  std::vector<uint32_t> frac = ex2_reference_table();
+  for (size_t k = 0; k < frac.size(); ++k) frac[k] = uint32_t(int64_t(frac[k]) + delta[k]);
+  return frac;
+}
+
+Ex2Datapath read_datapath(const h5::Node& f) {
+  const std::string family = read_attr(f, "datapath_family");
+  if (family != kEx2DatapathFamily)
+    throw Ex2ProfileError(f.where() + ": attribute 'datapath_family' is '" + printable(family) +
+                          "'; this model implements '" + kEx2DatapathFamily + "'");
+  Ex2Datapath d;
+  const int64_t cut = f.attr_int("datapath_cut"), bias = f.attr_int("datapath_bias");
+  if (cut < int64_t(kEx2MinCut) || cut > int64_t(kEx2MaxCut))
+    throw Ex2ProfileError(f.where() + ": attribute 'datapath_cut' = " + std::to_string(cut) +
+                          "; allowed: [" + std::to_string(kEx2MinCut) + ", " +
+                          std::to_string(kEx2MaxCut) + "]");
+  if (bias < 0 || bias >= (int64_t(1) << kEx2C0Shift))
+    throw Ex2ProfileError(f.where() + ": attribute 'datapath_bias' = " + std::to_string(bias) +
+                          "; allowed: [0, 2^13)");
+  d.cut = uint32_t(cut);
+  d.bias = uint32_t(bias);
+  std::vector<uint64_t> shape{kEx2Segments, 3};
+  std::vector<uint32_t> rows;
+  try {
+    rows = f.read<uint32_t>(kDatapathDataset, &shape);
+  } catch (const h5::Error& e) {
+    throw Ex2ProfileError(std::string(e.what()) + " (expected uint32 [64, 3]: C0, C1, C2 per segment)");
+  }
+  for (uint32_t s = 0; s < kEx2Segments; ++s) d.seg[s] = {rows[3 * s], rows[3 * s + 1], rows[3 * s + 2]};
+  if (const std::string why = ex2_datapath_problem(d); !why.empty())
+    throw Ex2ProfileError(f.where(kDatapathDataset) + ": " + why);
+  return d;
 }
 
 }  // namespace
@@ -116,16 +196,7 @@ std::string ex2_profile_id(const std::string& arch, const std::vector<uint32_t>&
 }
 
 void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Provenance& prov) {
-  const std::vector<uint32_t>& f = p.fraction_table();
-  const std::vector<uint32_t>& ref = ex2_reference_table();
-  std::vector<int8_t> delta(f.size());
-  for (size_t k = 0; k < f.size(); ++k) {
-    int64_t d = int64_t(f[k]) - int64_t(ref[k]);
-    if (d < -128 || d > 127)
-      throw Ex2ProfileError(path + ": F[" + std::to_string(k) + "] is " + std::to_string(d) +
-                            " ulp from the reference; the int8 delta encoding allows [-128, 127]");
-    delta[k] = static_cast<int8_t>(d);
-  }
+  const std::vector<uint32_t> f = p.fraction_table();
   h5::write_file_atomic(path, [&](const h5::Node& file) {
     file.set_attr("format", std::string(kFormat));
     file.set_attr("format_version", kFormatVersion);
@@ -133,20 +204,24 @@ void save_ex2_profile(const std::string& path, const Ex2Profile& p, const Ex2Pro
     file.set_attr("arch", p.arch());
     file.set_attr("structure", std::string(kEx2Structure));
     file.set_attr("structure_rules", std::string(kStructureRules));
-    file.set_attr("reference", std::string(kReferenceText));
     file.set_attr("table_fnv1a64", ex2_table_hash(f));
+    file.set_attr("fraction_model", std::string(p.datapath() ? "datapath" : "table"));
     file.set_attr("device_name", prov.device_name);
     file.set_attr("driver_version", prov.driver_version);
     file.set_attr("cuda_version", prov.cuda_version);
     file.set_attr("measured_date", prov.measured_date);
     file.set_attr("measured_by", prov.measured_by);
     file.set_attr("regenerate_command", prov.regenerate_command);
-    file.write(kDeltaDataset, delta, {f.size()},
-               "F_bits[k] = reference_bits(k) + delta[k], k in [0, 2^23]; F[k] = EX2(-k * 2^-23)");
+    file.set_attr("fraction_note", prov.fraction_note);
+    if (p.datapath())
+      write_datapath(file, *p.datapath());
+    else
+      write_table(file, path, f);
   }, [&](const std::string& temp) {
-    // Read back before publishing: the file must decode to the very table that was measured.
+    // Read back before publishing: the file must decode to the very fraction map that was
+    // measured, in the same stored form.
     const Ex2Profile back = load_ex2_profile(temp);
-    if (back.fraction_table() != f || back.id() != p.id())
+    if (back.fraction_table() != f || back.id() != p.id() || back.datapath() != p.datapath())
       throw Ex2ProfileError(path + ": the written profile does not read back to the measured table");
   });
 }
@@ -155,43 +230,44 @@ Ex2Provenance read_ex2_provenance(const std::string& path) {
   h5::Node f = h5::Node::open_file(path);
   return {read_attr(f, "device_name"), read_attr(f, "driver_version"),
           read_attr(f, "cuda_version"), read_attr(f, "measured_date"),
-          read_attr(f, "measured_by"),  read_attr(f, "regenerate_command")};
+          read_attr(f, "measured_by"),  read_attr(f, "regenerate_command"),
+          f.has_attr("fraction_note") ? f.attr_string("fraction_note") : ""};
 }
 
 Ex2Profile load_ex2_profile(const std::string& path) {
   try {
     h5::Node f = h5::Node::open_file(path);
     if (read_attr(f, "format") != kFormat)
-      throw Ex2ProfileError(f.where() + ": attribute 'format' is '" + f.attr_string("format") +
+      throw Ex2ProfileError(f.where() + ": attribute 'format' is '" + printable(f.attr_string("format")) +
                             "'; expected '" + kFormat + "'");
-    if (!f.has_attr("format_version") || f.attr_int("format_version") != kFormatVersion)
-      throw Ex2ProfileError(f.where() + ": attribute 'format_version' must be 1");
+    const int64_t version = f.has_attr("format_version") ? f.attr_int("format_version") : 0;
+    if (version != 1 && version != kFormatVersion)
+      throw Ex2ProfileError(f.where() + ": attribute 'format_version' must be 1 or 2");
     const std::string structure = read_attr(f, "structure");
     if (structure != kEx2Structure)
-      throw Ex2ProfileError(f.where() + ": structure '" + structure + "' is not the one this model "
+      throw Ex2ProfileError(f.where() + ": structure '" + printable(structure) + "' is not the one this model "
                             "implements ('" + kEx2Structure + "')");
     const std::string arch = read_attr(f, "arch"), id = read_attr(f, "profile_id");
     if (const std::string why = arch_problem(arch); !why.empty())
       throw Ex2ProfileError(f.where() + ": attribute 'arch' = " + why);
-    std::vector<uint64_t> shape{kEx2FractionEntries};
-    std::vector<int8_t> delta;
-    try {
-      delta = f.read<int8_t>(kDeltaDataset, &shape);
-    } catch (const h5::Error& e) {
-      throw Ex2ProfileError(std::string(e.what()) + " (expected int8 [" +
-                            std::to_string(kEx2FractionEntries) + "], 2^23 + 1 entries)");
-    }
-    std::vector<uint32_t> frac = ex2_reference_table();
-    for (size_t k = 0; k < frac.size(); ++k) frac[k] = uint32_t(int64_t(frac[k]) + delta[k]);
+    const std::string model = version == 1 ? "table" : read_attr(f, "fraction_model");
+    if (model != "table" && model != "datapath")
+      throw Ex2ProfileError(f.where() + ": attribute 'fraction_model' is '" + printable(model) +
+                            "'; allowed: 'datapath' or 'table'");
+    std::optional<Ex2Datapath> d;
+    if (model == "datapath") d = read_datapath(f);
+    std::vector<uint32_t> frac = d ? ex2_datapath_table(*d) : read_table(f);
     const std::string hash = ex2_table_hash(frac);
+    const char* dataset = d ? kDatapathDataset : kDeltaDataset;
     if (hash != read_attr(f, "table_fnv1a64") || id != ex2_profile_id(arch, frac))
-      throw Ex2ProfileError(f.where(kDeltaDataset) + ": decoded table hash " + hash +
+      throw Ex2ProfileError(f.where(dataset) + ": decoded table hash " + hash +
                             " does not match attributes table_fnv1a64 / profile_id '" + id +
                             "' (corrupt or edited file)");
     try {
-      return Ex2Profile::from_table(id, arch, std::move(frac));
+      return d ? Ex2Profile::from_datapath(id, arch, *d)
+               : Ex2Profile::from_table(id, arch, std::move(frac));
     } catch (const std::invalid_argument& e) {
-      throw Ex2ProfileError(f.where(kDeltaDataset) + ": " + e.what());
+      throw Ex2ProfileError(f.where(dataset) + ": " + e.what());
     }
   } catch (const h5::Error& e) {
     throw Ex2ProfileError(e.what());

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Plot and tabulate the CPU-model benchmarks (bench_decode, bench_writer, bench_ex2 JSON).
+
+Reads DIR/bench_decode.json, DIR/bench_writer.json and DIR/bench_ex2.json (Google Benchmark
+--benchmark_out, written by scripts/bench-cpu-models.sh), takes for every benchmark the fastest
+repetition's wall-clock time (on a shared machine the least disturbed one), and draws three panels:
+decode pairs/s and writer V elements/s, scalar against fast on 1 and 2 threads with the speed-up
+over the scalar model of the same run above each fast bar, and the time per EX2/EXPF call. Prints
+markdown tables (rates, ratios, the 2-thread scaling) and the context (machine, load, commit).
+Usage: /usr/bin/python3 analysis/plot_cpu_bench.py DIR --out FIG.png
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+FORMATS = ["turbo2v", "turbo3v", "turbo4v"]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def fastest(doc):
+    """{benchmark name without the /repeats suffix: (min real time in s, items per run, label)}"""
+    best = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        name = re.sub(r"/repeats:\d+$", "", b["run_name"])
+        scale = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
+        t = b["real_time"] * scale
+        items = b["items_per_second"] * t  # items of one iteration
+        if name not in best or t < best[name][0]:
+            best[name] = (t, items, b.get("label", ""))
+    return best
+
+
+def args_of(name):
+    return dict(kv.split(":") for kv in name.split("/")[1:] if ":" in kv)
+
+
+def decode_rates(best):
+    """{(fast, format, hdim, threads, gqa, table): M pairs/s}"""
+    r = {}
+    for name, (t, items, _) in best.items():
+        a = args_of(name)
+        key = (int(a["fast"]), FORMATS[int(a["format"])], int(a["hdim"]), int(a["threads"]),
+               int(a["gqa"]), int(a["ex2_table"]))
+        r[key] = items / t / 1e6
+    return r
+
+
+def writer_rates(best):
+    r = {}
+    for name, (t, items, _) in best.items():
+        a = args_of(name)
+        r[(int(a["fast"]), FORMATS[int(a["format"])], int(a["threads"]))] = items / t / 1e6
+    return r
+
+
+def ex2_costs(best):
+    """{(table, batch, expf): ns per call}"""
+    r = {}
+    for name, (t, items, _) in best.items():
+        a = args_of(name)
+        r[(int(a["table"]), int(a["batch"]), int(a["expf"]))] = t / items * 1e9
+    return r
+
+
+def bars(ax, groups, series, ylabel, title, ratio_of=None):
+    """groups: x labels; series: [(label, [values], color)]; ratio_of: {series index: base index}."""
+    n = len(series)
+    w = 0.8 / n
+    for i, (label, vals, color) in enumerate(series):
+        xs = [g + (i - (n - 1) / 2) * w for g in range(len(groups))]
+        ax.bar(xs, vals, w, label=label, color=color)
+        if ratio_of and i in ratio_of:
+            base = series[ratio_of[i]][1]
+            for x, v, b in zip(xs, vals, base):
+                if b:
+                    ax.text(x, v, f"{v / b:.1f}x", ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    docs = {}
+    for b in ("decode", "writer", "ex2"):
+        path = os.path.join(a.dir, f"bench_{b}.json")
+        if not os.path.exists(path):
+            print(f"plot_cpu_bench: {path} missing (run scripts/bench-cpu-models.sh)", file=sys.stderr)
+            return 3
+        docs[b] = load(path)
+    dec, wri, ex2 = (decode_rates(fastest(docs["decode"])), writer_rates(fastest(docs["writer"])),
+                     ex2_costs(fastest(docs["ex2"])))
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [3, 2, 2]})
+    groups = [f"{f}\nD{h}" for h in (128, 256) for f in FORMATS]
+    keys = [(f, h) for h in (128, 256) for f in FORMATS]
+    series = [(f"{p} {t} thr", [dec.get((int(p == "fast"), f, h, t, 4, 0), 0) for f, h in keys], c)
+              for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
+                              ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
+    bars(axes[0], groups, series, "M (q head x position) pairs / s",
+         "decode model, GQA 4, 4 x 4096 positions x 8 q heads", {2: 0, 3: 1})
+    wseries = [(f"{p} {t} thr", [wri.get((int(p == "fast"), f, t), 0) for f in FORMATS], c)
+               for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
+                               ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
+    bars(axes[1], FORMATS, wseries, "M V elements / s", "writer model, 8 x 128, 4096 tokens",
+         {2: 0, 3: 1})
+    egroups = ["EX2", "EXPF"]
+    eseries = [("table, one call", [ex2.get((1, 0, e), 0) for e in (0, 1)], "#bbbbbb"),
+               ("datapath, one call", [ex2.get((0, 0, e), 0) for e in (0, 1)], "#6aa5e8"),
+               ("datapath, SIMD batch", [ex2.get((0, 1, e), 0) for e in (0, 1)], "#1f5fa8")]
+    bars(axes[2], egroups, eseries, "ns per call (random arguments)", "EX2 unit model", None)
+    ctx = docs["decode"]["context"]
+    load = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
+    fig.suptitle(f"CPU models: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
+                 f"load average {load} at start, commit {ctx.get('git_commit', '?')}, "
+                 f"fast path {ctx.get('fast_isa_default', '?')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=130)
+
+    print(f"Context: {ctx.get('date')}, host {ctx.get('host_name')}, {ctx.get('num_cpus')} CPUs at "
+          f"{ctx.get('mhz_per_cpu')} MHz, load average at start of bench_decode "
+          f"{load}, commit {ctx.get('git_commit')}, fast path "
+          f"{ctx.get('fast_isa_default')} (built: {ctx.get('fast_isas')}).\n")
+    print("| format | HDIM | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | "
+          "fast/scalar | fast 2 thr / 1 thr |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for f, h in keys:
+        s1, f1 = dec.get((0, f, h, 1, 4, 0), 0), dec.get((1, f, h, 1, 4, 0), 0)
+        s2, f2 = dec.get((0, f, h, 2, 4, 0), 0), dec.get((1, f, h, 2, 4, 0), 0)
+        print(f"| {f} | {h} | {s1:.2f} | {f1:.2f} | {f1 / s1:.1f}x | {s2:.2f} | {f2:.2f} | "
+              f"{f2 / s2:.1f}x | {f2 / f1:.2f}x |")
+    print("\nDecode, other shapes (M pairs/s, 1 thread):\n")
+    print("| shape | scalar | fast | fast/scalar |")
+    print("| --- | --- | --- | --- |")
+    for h in (128, 256):
+        s, f = dec.get((0, "turbo3v", h, 1, 1, 0), 0), dec.get((1, "turbo3v", h, 1, 1, 0), 0)
+        print(f"| turbo3v D{h} MHA (GQA 1) | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
+    s, f = dec.get((0, "turbo3v", 128, 1, 4, 1), 0), dec.get((1, "turbo3v", 128, 1, 4, 1), 0)
+    print(f"| turbo3v D128 GQA 4, EX2 from the measured table | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
+    print("\nWriter (M V elements/s):\n")
+    print("| format | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | fast/scalar |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for f in FORMATS:
+        s1, f1, s2, f2 = (wri.get((0, f, 1), 0), wri.get((1, f, 1), 0), wri.get((0, f, 2), 0),
+                          wri.get((1, f, 2), 0))
+        print(f"| {f} | {s1:.0f} | {f1:.0f} | {f1 / s1:.1f}x | {s2:.0f} | {f2:.0f} | {f2 / s2:.1f}x |")
+    print("\nEX2 (ns per call, random arguments):\n")
+    print("| function | table, one call | datapath, one call | datapath, SIMD batch |")
+    print("| --- | --- | --- | --- |")
+    for e, name in ((0, "EX2 on [-126, 0]"), (1, "EXPF on [-87, 0]")):
+        print(f"| {name} | {ex2.get((1, 0, e), 0):.2f} | {ex2.get((0, 0, e), 0):.2f} | "
+              f"{ex2.get((0, 1, e), 0):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+// Every header the fast paths use (fast_isa_impl.h), included by each fast_<isa>.cpp before its
+// `#pragma GCC target` region: inline functions and templates defined here stay compiled for the
+// build's baseline, so no copy of them is ever specific to one instruction set.
+#pragma once
+// ex2_eval.h's always-inlined templates take vectors wider than the baseline's registers when
+// instantiated for the wider lanes; they are inlined into functions of the wider instruction set,
+// so the ABI note GCC gives for them does not apply. (GCC places the note at the template, so the
+// pragma precedes the includes.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ex2_eval.h"
+#include "fast_kernels.h"
+#include "tqref/format.h"
+#include "tqref/numeric.h"

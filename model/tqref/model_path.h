@@ -1,0 +1,26 @@
+// Which implementation the model's entry points run (paged_decode_model, reshape_and_cache_model,
+// Ex2Profile's batch calls): the readable scalar reference, or the SIMD fast path, which equals it
+// bit for bit (tests/test_fast_paths.cpp; docs/performance.md). Process-wide: set it before
+// running models, not while one runs. The CLI's --model option sets it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tqref {
+
+enum class ModelPath : uint8_t { fast, scalar };
+
+void set_model_path(ModelPath p);  // default: fast
+ModelPath model_path();
+const char* model_path_name(ModelPath p);         // "fast", "scalar"
+ModelPath parse_model_path(const std::string& s);  // std::invalid_argument unless fast/scalar
+
+// The instruction sets of the fast path built into this binary that this CPU can run, best
+// first ("avx512", "avx2", "portable"; only "portable" off x86-64), and the one in use: the
+// first, unless set_fast_isa chose another (tests run every one the CPU can execute).
+std::vector<std::string> fast_isas();
+void set_fast_isa(const std::string& isa);  // std::invalid_argument when not in fast_isas()
+std::string fast_isa();
+
+}  // namespace tqref
