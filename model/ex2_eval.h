@@ -50,22 +50,30 @@ template <class U> TQREF_EX2_INLINE U lookup64(const uint32_t* t, U i) {
   }
 }
 
+// One row of the part of X^2's folded partial-product array below the cut: X_i at column 2i (if
+// 2i < cut) and X_i*X_j, j > i, at column i + j + 1 (if j <= cut - 2 - i).
+template <class U> TQREF_EX2_INLINE U dropped_row(U X, uint32_t i, uint32_t cut) {
+  const uint32_t lo = i + 1, hi = cut >= i + 2 ? cut - 2 - i : 0;  // j in [lo, hi] dropped
+  const uint32_t mask = hi >= lo ? ((2u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
+  const U row = (1u << (2 * i)) + ((X & mask) << lo);
+  return (0u - ((X >> i) & 1u)) & row;
+}
+
 // Step 3 of the datapath: S = (sum of the partial-product bits of X^2 in columns >= cut) >> cut.
 // Every kept bit has weight >= 2^cut, so with `dropped` the sum of the bits below the cut,
 // X^2 = S * 2^cut + dropped exactly and S = floor(X^2 / 2^cut) - floor(dropped / 2^cut).
-// Row i of the folded array drops X_i at column 2i (if 2i < cut) and X_i*X_j, j > i, at column
-// i + j + 1 (if j <= cut - 2 - i). X < 2^17 makes X^2 a 34-bit number, so floor(X^2 / 2^9) is
-// built from X = xh * 2^9 + xl in 32 bits; dropped < 2^32 for every cut <= kEx2MaxCut.
+// X < 2^17 makes X^2 a 34-bit number, so floor(X^2 / 2^9) is built from X = xh * 2^9 + xl in 32
+// bits; dropped < 2^32 for every cut <= kEx2MaxCut. sm_90's cut 19 (the only one measured) gets
+// rows with constant masks and shifts; other cuts loop.
 template <class U> TQREF_EX2_INLINE U truncated_square(U X, uint32_t cut) {
   const U xh = X >> 9, xl = X & 511u;
   const U sq9 = ((xh * xh) << 9) + 2u * xh * xl + ((xl * xl) >> 9);  // floor(X^2 / 2^9)
   U dropped = splat<U>(0);
-  for (uint32_t i = 0; 2 * i < cut; ++i) {
-    const uint32_t lo = i + 1, hi = cut >= i + 2 ? cut - 2 - i : 0;  // j in [lo, hi] dropped
-    const uint32_t mask = hi >= lo ? ((2u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
-    const U row = (1u << (2 * i)) + ((X & mask) << lo);
-    dropped += (0u - ((X >> i) & 1u)) & row;
+  if (cut == 19) {
+    for (uint32_t i = 0; i < 10; ++i) dropped += dropped_row(X, i, 19);
+    return (sq9 >> 10) - (dropped >> 19);
   }
+  for (uint32_t i = 0; 2 * i < cut; ++i) dropped += dropped_row(X, i, cut);
   return (sq9 >> (cut - 9)) - (dropped >> cut);
 }
 
