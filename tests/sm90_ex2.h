@@ -1,5 +1,5 @@
 // The committed sm_90 EX2 profiles, loaded once per test binary: the datapath (format 2, what
-// every run loads) and the measured table it was fitted to (format 1, the ground truth).
+// every run loads) and the measured table it was fitted to (format 2 stored as a table, the ground truth).
 #pragma once
 #include <cinttypes>
 #include <cstdio>

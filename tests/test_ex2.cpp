@@ -1,12 +1,14 @@
 // The EX2 model (model/ex2.cpp) loaded from the committed sm_90 profile (format 2, the datapath),
 // against hardware readings (data/hw/sm_90/ex2_readings.h5, made by
 // harness/gpu/make_ex2_readings.py from the H200 measurement) and against the measured
-// fraction table (data/hw/sm_90/ex2_measured_table.h5, format 1); the datapath's readable and fast
+// fraction table (data/hw/sm_90/ex2_measured_table.h5, stored as a table); the datapath's readable and fast
 // forms, the fit of model/tqref/ex2_fit.h, structural properties of the unit, EXPF, and the profile
 // loader's failure modes. test_ex2_long.cpp compares the datapath model with the measured table
 // on every non-positive float and NaN.
 #define BOOST_TEST_MODULE test_ex2
 #include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
 
 #include <cinttypes>
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <chrono>
@@ -36,7 +39,7 @@ namespace {
 
 using test::hex32;
 const std::string& kProfile = test::kSm90Profile;
-const std::string& kMeasured = test::kSm90Measured;  // the measured table (format 1)
+const std::string& kMeasured = test::kSm90Measured;  // the measured table (format 2, a table)
 const std::string kReadings = std::string(TQREF_SOURCE_DIR) + "/data/hw/sm_90/ex2_readings.h5";
 const Ex2Profile& profile() { return test::sm90_profile(); }
 const Ex2Profile& measured() { return test::sm90_measured(); }
@@ -335,7 +338,8 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(loader)
 
 // The committed profile's identity: catches a regenerated file whose table differs silently, a
-// datapath file that lost its id, and a measured-table file that no longer reads (format 1).
+// datapath file that lost its id, and a measured-table file that no longer reads or was
+// re-expressed as the datapath (it is the ground truth the datapath is tested against).
 BOOST_AUTO_TEST_CASE(committed_profile_identity) {
   BOOST_CHECK_EQUAL(profile().arch(), "sm_90");
   BOOST_CHECK_EQUAL(profile().id(), "sm_90-ex2-v1-b16c2a8bd78f");
@@ -350,8 +354,27 @@ BOOST_AUTO_TEST_CASE(committed_profile_identity) {
     BOOST_CHECK_EQUAL(p.measured_date, "2026-11-30");
   }
   BOOST_CHECK_LT(fs::file_size(kProfile), 16u << 10);  // 64 rows, not 2^23 entries
-  BOOST_CHECK_EQUAL(h5::Node::open_file(kMeasured).attr_int("format_version"), 1);
-  BOOST_CHECK_EQUAL(h5::Node::open_file(kProfile).attr_int("format_version"), 2);
+  for (const std::string& path : {kProfile, kMeasured})
+    BOOST_CHECK_EQUAL(h5::Node::open_file(path).attr_int("format_version"), 2);
+  BOOST_CHECK_EQUAL(h5::Node::open_file(kMeasured).attr_string("fraction_model"), "table");
+}
+
+// A format 1 file (the table only, no fraction_model or fraction_note; what calibrate wrote
+// before format 2) still reads, to the same map and id: catches a loader that demands version
+// 2's attributes of every file. Made from the measured table by removing version 2's attributes.
+BOOST_AUTO_TEST_CASE(format_1_still_read) {
+  TempDir d;
+  const fs::path p = d.path / "ex2.h5";
+  fs::copy_file(kMeasured, p);
+  {
+    h5::Node f = h5::Node::open_file_rw(p.string());
+    f.set_attr("format_version", int64_t(1));
+    for (const char* a : {"fraction_model", "fraction_note"}) BOOST_TEST_REQUIRE(H5Adelete(f.id(), a) >= 0);
+  }
+  const Ex2Profile back = load_ex2_profile(p.string());
+  BOOST_CHECK(back.fraction_table() == measured().fraction_table());
+  BOOST_CHECK_EQUAL(back.id(), measured().id());
+  BOOST_CHECK(!back.datapath().has_value());
 }
 
 // Save then load gives the same map, form and id, for a datapath and for a table profile (which
@@ -372,29 +395,52 @@ BOOST_AUTO_TEST_CASE(round_trip) {
   }
 }
 
-// A datapath file whose coefficient was edited but kept its id: the rebuilt map's hash catches
-// it, naming the dataset.
+// Adds `delta` to element `index` of `dataset` through libhdf5 (so its checksum stays valid):
+// an edited, well-formed file.
+template <class T> void edit_element(const std::string& path, const char* dataset, size_t index, T delta) {
+  const hid_t type = sizeof(T) == 1 ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT32;
+  static_assert(std::is_same_v<T, int8_t> || std::is_same_v<T, uint32_t>);
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+  const hid_t space = H5Dget_space(ds);
+  std::vector<T> v(size_t(H5Sget_simple_extent_npoints(space)));
+  BOOST_TEST_REQUIRE(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0);
+  v.at(index) = T(v.at(index) + delta);
+  BOOST_TEST_REQUIRE(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0);
+  H5Sclose(space);
+  H5Dclose(ds);
+  BOOST_TEST_REQUIRE(H5Fclose(f) >= 0);
+}
+
+// A datapath file whose coefficient was edited (through libhdf5, so the checksum is valid) but
+// kept its id: the rebuilt map's hash catches it, naming the dataset. (save_ex2_profile refuses
+// to write such a file: it reads back first.)
 BOOST_AUTO_TEST_CASE(edited_coefficient) {
   TempDir d;
   const std::string path = (d.path / "ex2.h5").string();
-  Ex2Datapath dp = *profile().datapath();
-  dp.seg[17].c0 += 1;
-  save_ex2_profile(path, Ex2Profile::from_datapath(profile().id(), "sm_90", dp),
-                   read_ex2_provenance(kProfile));
+  fs::copy_file(kProfile, path);
+  edit_element<uint32_t>(path, "datapath_coefficients", 3 * 17, 1);  // C0 of segment 17
   const std::string msg = error_of([&] { load_ex2_profile(path); });
   BOOST_CHECK(contains(msg, "datapath_coefficients"));
   BOOST_CHECK(contains(msg, "hash"));
 }
 
-// Parameters outside the family's widths are refused by name and range, before any evaluation.
+// Parameters outside the family's widths are refused by name and range, before any evaluation:
+// catches a cut or bias attribute that reaches the evaluation unchecked.
 BOOST_AUTO_TEST_CASE(datapath_out_of_range) {
   TempDir d;
   const std::string path = (d.path / "ex2.h5").string();
   save_ex2_profile(path, profile(), read_ex2_provenance(kProfile));
   h5::Node::open_file_rw(path).set_attr("datapath_cut", int64_t(40));
   std::string msg = error_of([&] { load_ex2_profile(path); });
-  BOOST_CHECK(contains(msg, "cut 40"));
+  BOOST_CHECK(contains(msg, "'datapath_cut' = 40"));
   BOOST_CHECK(contains(msg, "[14, 26]"));
+  const std::string path2 = (d.path / "ex2_bias.h5").string();
+  save_ex2_profile(path2, profile(), read_ex2_provenance(kProfile));
+  h5::Node::open_file_rw(path2).set_attr("datapath_bias", int64_t(1) << 13);
+  msg = error_of([&] { load_ex2_profile(path2); });
+  BOOST_CHECK(contains(msg, "'datapath_bias' = 8192"));
+  BOOST_CHECK(contains(msg, "[0, 2^13)"));
   Ex2Datapath dp = *profile().datapath();
   dp.seg[3].c2 = 1024;
   msg = error_of([&] { Ex2Profile::from_datapath("x", "sm_90", dp); });
@@ -426,19 +472,43 @@ BOOST_AUTO_TEST_CASE(wrong_arch_in_file) {
   BOOST_CHECK(contains(msg, "'sm_80'"));
 }
 
-// Bytes overwritten in the middle of the file: the checksum or the table hash must catch it.
+// Where the stored bytes of `dataset`'s first chunk start in the file.
+uint64_t first_chunk_address(const std::string& path, const char* dataset) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t ds = H5Dopen2(f, dataset, H5P_DEFAULT);
+  hsize_t offset[2] = {}, size = 0;
+  haddr_t addr = HADDR_UNDEF;
+  unsigned mask = 0;
+  const herr_t st = H5Dget_chunk_info_by_coord(ds, offset, &mask, &addr, &size);
+  H5Dclose(ds);
+  H5Fclose(f);
+  BOOST_TEST_REQUIRE((st >= 0 && addr != HADDR_UNDEF && size >= 16), path << ": " << dataset);
+  return addr;
+}
+
+// Stored bytes of the dataset flipped (not overwritten with zeros, which may equal what was
+// there), in the datapath file and in the measured-table file: the checksum or the table hash
+// must catch it and the message name the file. Catches a dataset stored without a checksum
+// whose corruption would decode to another map.
 BOOST_AUTO_TEST_CASE(corrupt_bytes) {
   TempDir d;
-  const fs::path p = d.path / "ex2.h5";
-  fs::copy_file(kProfile, p);
-  {
-    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(fs::file_size(p) / 2));
-    const char junk[64] = {};
-    f.write(junk, sizeof junk);
+  for (const auto& [src, dataset] : {std::pair{kProfile, "datapath_coefficients"},
+                                     std::pair{kMeasured, "fraction_delta"}}) {
+    const fs::path p = d.path / (std::string(dataset) + ".h5");
+    fs::copy_file(src, p);
+    const uint64_t at = first_chunk_address(p.string(), dataset) + 4;
+    {
+      std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+      char b[8];
+      f.seekg(static_cast<std::streamoff>(at));
+      f.read(b, sizeof b);
+      for (char& c : b) c = char(~c);
+      f.seekp(static_cast<std::streamoff>(at));
+      f.write(b, sizeof b);
+    }
+    const std::string msg = error_of([&] { load_ex2_profile(p.string()); });
+    BOOST_CHECK_MESSAGE(contains(msg, p.string()), dataset << ": " << msg);
   }
-  const std::string msg = error_of([&] { load_ex2_profile(p.string()); });
-  BOOST_CHECK(contains(msg, p.string()));
 }
 
 // A well-formed file whose deltas were edited (valid checksums, written through libhdf5): the
@@ -446,23 +516,8 @@ BOOST_AUTO_TEST_CASE(corrupt_bytes) {
 BOOST_AUTO_TEST_CASE(edited_table) {
   TempDir d;
   const std::string path = (d.path / "ex2.h5").string();
-  fs::copy_file(kProfile, path);
-  {
-    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    const hid_t ds = H5Dopen2(f, "fraction_delta", H5P_DEFAULT);
-    const hid_t space = H5Dget_space(ds);
-    const hsize_t at = 777, one = 1;
-    H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, nullptr, &one, nullptr);
-    const hid_t mem = H5Screate_simple(1, &one, nullptr);
-    int8_t v = 0;
-    BOOST_TEST_REQUIRE(H5Dread(ds, H5T_NATIVE_INT8, mem, space, H5P_DEFAULT, &v) >= 0);
-    v = int8_t(v - 1);
-    BOOST_TEST_REQUIRE(H5Dwrite(ds, H5T_NATIVE_INT8, mem, space, H5P_DEFAULT, &v) >= 0);
-    H5Sclose(mem);
-    H5Sclose(space);
-    H5Dclose(ds);
-    BOOST_TEST_REQUIRE(H5Fclose(f) >= 0);
-  }
+  fs::copy_file(kMeasured, path);
+  edit_element<int8_t>(path, "fraction_delta", 777, -1);
   const std::string msg = error_of([&] { load_ex2_profile(path); });
   BOOST_CHECK(contains(msg, "fraction_delta"));
   BOOST_CHECK(contains(msg, "hash"));
@@ -523,4 +578,30 @@ BOOST_AUTO_TEST_CASE(calibrate_default_output_is_where_the_loader_looks) {
   }
   fs::remove_all(in_source);
   fs::remove_all(dir);
+}
+
+// --store table keeps the measured table even when the datapath fits (how the ground-truth file
+// data/hw/sm_90/ex2_measured_table.h5 is written), --store auto (the default) stores the fitted
+// datapath, and any other value is a usage error naming the option and the allowed values:
+// catches a --store that is ignored or a form chosen against it.
+BOOST_AUTO_TEST_CASE(calibrate_store_option) {
+  TempDir d;
+  const auto run = [&](const std::string& store, const std::string& out) {
+    const std::string cmd = "'" TQREF_CLI "' calibrate ex2 --from-profile '" + kMeasured + "'" + store +
+                            " --out '" + (d.path / out).string() + "' > '" + (d.path / "log").string() + "' 2>&1";
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  BOOST_TEST_REQUIRE(run(" --store table", "t.h5") == 0);
+  BOOST_TEST_REQUIRE(run("", "a.h5") == 0);
+  const Ex2Profile t = load_ex2_profile((d.path / "t.h5").string()), a = load_ex2_profile((d.path / "a.h5").string());
+  BOOST_CHECK(!t.datapath().has_value());
+  BOOST_CHECK(a.datapath() == profile().datapath());
+  BOOST_CHECK(t.fraction_table() == measured().fraction_table());
+  BOOST_CHECK_EQUAL(t.id(), measured().id());
+  BOOST_CHECK_EQUAL(run(" --store datapath", "x.h5"), 2);
+  std::ifstream log(d.path / "log");
+  const std::string msg((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  BOOST_CHECK(contains(msg, "--store 'datapath'; allowed: auto or table"));
+  BOOST_CHECK(!fs::exists(d.path / "x.h5"));
 }

@@ -16,6 +16,7 @@
 #include "io/ex2_profile_io.h"
 #include "io/hdf5_util.h"
 #include "io/input_file.h"
+#include "io/text_escape.h"
 #include "tqref/build_info.h"
 #include "tqref/ex2_fit.h"
 #if TQREF_HAVE_GPU
@@ -33,6 +34,7 @@ using namespace tqref::cli;
 
 struct Options {
   std::string out, arch = "auto", from_raw, from_profile, raw_out, device_name, driver, cuda, date;
+  std::string store = "auto";  // --store: "auto" (datapath when it fits, else table) or "table"
   int device = 0;
   bool force = false;
   std::string command_line;
@@ -65,12 +67,20 @@ int write_profile(const Options& o, const std::string& out, const Ex2Profile& p,
 }
 
 // The profile for a measured fraction table: the datapath when a member of the family
-// reproduces every entry (fit_ex2_datapath checks all of them), else the table itself. Prints
-// what the fit found and records it in prov.fraction_note.
-Ex2Profile profile_for_table(const std::string& arch, const std::vector<uint32_t>& f,
-                             const Ex2FitResult& fit, Ex2Provenance& prov) {
+// reproduces every entry (fit_ex2_datapath checks all of them), else the table itself; with
+// --store table always the table (the measured ground truth the datapath is tested against).
+// Prints what the fit found and records it in prov.fraction_note.
+Ex2Profile profile_for_table(const Options& o, const std::string& arch,
+                             const std::vector<uint32_t>& f, const Ex2FitResult& fit,
+                             Ex2Provenance& prov) {
   std::printf("datapath fit (%s, %.2f s):\n%s", kEx2DatapathFamily, fit.seconds, fit.summary.c_str());
   const std::string id = ex2_profile_id(arch, f);
+  if (o.store == "table") {
+    std::printf("--store table: storing the measured table\n");
+    prov.fraction_note = std::string("measured table, stored as measured (--store table); ") +
+                         kEx2DatapathFamily + (fit.datapath ? " reproduces every entry" : " does not reproduce it");
+    return Ex2Profile::from_table(id, arch, f);
+  }
   if (fit.datapath) {
     uint32_t unique = 0;
     for (const Ex2SegmentFit& s : fit.segments) unique += s.feasible_pairs == 1;
@@ -127,7 +137,7 @@ int run_from_raw(const Options& o) {
                      "raw fraction table " + fs::path(o.from_raw).filename().string() +
                          " (harness/gpu/ex2_explore.cu)",
                      o.command_line, ""};
-  const Ex2Profile p = profile_for_table(o.arch, f, fit_ex2_datapath(f), prov);
+  const Ex2Profile p = profile_for_table(o, o.arch, f, fit_ex2_datapath(f), prov);
   return write_profile(o, o.out.empty() ? default_out(o.arch) : o.out, p, prov);
 }
 
@@ -138,7 +148,7 @@ int run_from_profile(const Options& o) {
   Ex2Provenance prov = read_ex2_provenance(o.from_profile);
   prov.regenerate_command = o.command_line;
   const std::vector<uint32_t> f = in.fraction_table();
-  const Ex2Profile p = profile_for_table(in.arch(), f, fit_ex2_datapath(f), prov);
+  const Ex2Profile p = profile_for_table(o, in.arch(), f, fit_ex2_datapath(f), prov);
   return write_profile(o, o.out.empty() ? default_out(in.arch()) : o.out, p, prov);
 }
 
@@ -243,7 +253,7 @@ int run_on_gpu(const Options& o) {
                      std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
                          "), probe tqref_ex2_probe (kernels/testing/probes/ex2_probe.cu)",
                      o.command_line, ""};
-  const Ex2Profile p = profile_for_table(arch, m.fraction, m.fit, prov);
+  const Ex2Profile p = profile_for_table(o, arch, m.fraction, m.fit, prov);
   return write_profile(o, out, p, prov);
 }
 #else
@@ -273,6 +283,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("from-raw", po::value(&o.from_raw), "convert a raw fraction table (uint32 LE) instead")
       ("from-profile", po::value(&o.from_profile), "refit a stored profile (format 1 or 2) and "
        "write it as format 2, same id and provenance")
+      ("store", po::value(&o.store), "auto (the datapath's coefficients when a member of the "
+       "family reproduces every entry, else the table; default) or table (always the table)")
       ("device-name", po::value(&o.device_name), "with --from-raw: the GPU measured")
       ("driver", po::value(&o.driver), "with --from-raw: its driver version")
       ("cuda", po::value(&o.cuda), "with --from-raw: the CUDA version")
@@ -299,6 +311,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     o.command_line += a.find_first_of(" \t'\"") == std::string::npos ? " " + a : " '" + a + "'";
   if (!o.from_raw.empty() && !o.from_profile.empty()) {
     std::fprintf(stderr, "tqref calibrate ex2: give --from-raw or --from-profile, not both\n");
+    return kExitUsage;
+  }
+  if (o.store != "auto" && o.store != "table") {
+    std::fprintf(stderr, "tqref calibrate ex2: --store '%s'; allowed: auto or table\n",
+                 printable(o.store).c_str());
     return kExitUsage;
   }
   if (!o.from_profile.empty()) return run_from_profile(o);

@@ -13,7 +13,7 @@
 //                       where F[k] = EX2(-k * 2^-23) is the unit's measured fraction table;
 //                       attribute reference (text). The reference is deterministic IEEE double
 //                       arithmetic (no libm): the unit is within 2 ulp of exp2, so the deltas take
-//                       four values and compress to about 200 KB.
+//                       four values and compress to about 500 KB.
 // Either way the loader rebuilds all of F and checks it against table_fnv1a64 and profile_id, so
 // a profile's id names its fraction map, whatever form the file stores it in.
 #pragma once
