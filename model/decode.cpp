@@ -387,7 +387,9 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
     diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
   }
   if (p.num_seqs == 0) return;
-  if (model_path() == ModelPath::fast)  // the SIMD path, equal bit for bit (decode_fast.h)
+  // The SIMD path (decode_fast.h), equal bit for bit, covers launches inside the contract; the
+  // rare head_dim != hdim launches of docs/spec.md section 5.1 run on this scalar path.
+  if (model_path() == ModelPath::fast && decode_in_contract(p.head_dim, p.hdim))
     return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
   const Pools pools{q.data(),
                     k_cache.data(),

@@ -205,6 +205,27 @@ BOOST_AUTO_TEST_CASE(thread_counts) {
   omp_set_num_threads(saved);
 }
 
+// Launches outside the contract (docs/spec.md section 5.1): head_dim below the build's HDIM
+// (q and K zero-padded) and above it (rows of bf16 NaN), every format, with the fast path
+// selected: catches a fast path that takes such a launch and reads head_dim-strided rows as
+// HDIM-strided ones (they run on the scalar model today, model/decode.cpp).
+BOOST_AUTO_TEST_CASE(head_dim_outside_the_contract) {
+  for (const FormatTraits& t : kFormats)
+    for (const auto [head_dim, hdim] : {std::pair{64u, 128u}, std::pair{192u, 256u}, std::pair{256u, 128u}}) {
+      CaseSpec c;
+      c.format = t.format;
+      c.hdim = head_dim;  // head_dim dims per head in q, K, V and the output
+      c.num_q_heads = 6;
+      c.num_kv_heads = 2;
+      c.lens = {0, 1, 37, 83};
+      c.seed = head_dim + hdim;
+      DecodeCase dc = make_case(c);
+      dc.p.hdim = hdim;  // the build launched
+      expect_decode_equal(dc, sm90(), std::string(t.name) + " head_dim=" + std::to_string(head_dim) +
+                                          " hdim=" + std::to_string(hdim));
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(writer)
