@@ -11,107 +11,21 @@
 #define BOOST_TEST_MODULE fast_decode_sim
 #include <boost/test/unit_test.hpp>
 
-#include <atomic>
-#include <barrier>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../kernels/fast/fast_decode_core.h"
+#include "cta_sim.h"
 #include "decode_case.h"
-#include "io/ex2_profile_io.h"
+#include "decode_sim_check.h"
 #include "tqref/numeric.h"
 
 using namespace tqref;
 using namespace tqref::test;
 
 namespace {
-
-const Ex2Profile& ex2() {
-  static const Ex2Profile prof = load_ex2_profile_for_arch("sm_90");
-  return prof;
-}
-
-// Lock-step state of one simulated CTA.
-struct CtaSim {
-  std::barrier<> cta{256};
-  std::vector<std::unique_ptr<std::barrier<>>> warp;
-  float xchg[256];
-  CtaSim() {
-    for (int w = 0; w < 8; ++w) warp.push_back(std::make_unique<std::barrier<>>(32));
-  }
-};
-
-thread_local CtaSim* t_cta = nullptr;
-// The K pool of the case being simulated (read by every simulated thread).
-const uint8_t* g_k_lo = nullptr;
-const uint8_t* g_k_hi = nullptr;
-thread_local uint32_t t_tid = 0;
-
-// Host Ops: IEEE binary32 arithmetic (-ffp-contract=off), CUDA fmaxf semantics, the profile's
-// EXPF, shuffles through the exchange array between two warp barriers.
-struct HostOps {
-  static float add(float a, float b) { return a + b; }
-  static float sub(float a, float b) { return a - b; }
-  static float mul(float a, float b) { return a * b; }
-  static float div(float a, float b) { return a / b; }
-  static float fmax(float a, float b) { return std::fmax(a, b); }
-  static float thresh() { return kSparseVThreshold; }
-  float expf(float x) const { return ex2().expf(x); }
-  static float exchange(float v, uint32_t src_lane) {
-    const uint32_t w = t_tid / 32;
-    t_cta->xchg[t_tid] = v;
-    t_cta->warp[w]->arrive_and_wait();
-    const float r = t_cta->xchg[w * 32 + src_lane];
-    t_cta->warp[w]->arrive_and_wait();
-    return r;
-  }
-  static float shfl_xor(float v, uint32_t off) { return exchange(v, (t_tid % 32) ^ off); }
-  static float shfl_idx(float v, uint32_t src) { return exchange(v, src); }
-  void sync_warp() const { t_cta->warp[t_tid / 32]->arrive_and_wait(); }
-  void sync_cta() const { t_cta->cta.arrive_and_wait(); }
-  void atomic_add(unsigned long long* p, unsigned long long v) const {
-    std::atomic_ref<unsigned long long>(*p).fetch_add(v);
-  }
-  static int32_t load_i32(const int32_t* p) { return *p; }
-  static uint8_t load_u8(const uint8_t* p) { return *p; }
-  static uint16_t load_u16(const uint16_t* p) { return *p; }
-  static uint32_t load_u32(const uint8_t* p) {
-    if ((reinterpret_cast<uintptr_t>(p) & 3u) != 0) {  // the GPU would fault (misaligned)
-      std::fprintf(stderr, "load_u32 of a misaligned address\n");
-      std::abort();
-    }
-    uint32_t w;
-    std::memcpy(&w, p, 4);
-    return w;
-  }
-  // Prefetches must stay inside the K pool (catches a next-tile address built from the wrong
-  // block, slot or head: on the GPU a hint to a wild address would pass unnoticed).
-  static void prefetch_l2(const void* p) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    if (b < g_k_lo || b + 8 > g_k_hi) {
-      std::fprintf(stderr, "prefetch outside the K pool\n");
-      std::abort();
-    }
-  }
-  static bool aligned4(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3u) == 0; }
-  static void store_u16(uint16_t* p, uint16_t v) { *p = v; }
-  static bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-  static float bf16(uint16_t h) { return bf16_to_f32(h); }
-  static uint16_t to_bf16(float x) { return f32_to_bf16(x); }
-  static float fp8(uint32_t b) { return fp8e4m3_to_f32(static_cast<uint8_t>(b)); }
-  template <Format F> static float codebook16(uint32_t i) {
-    return f16_to_f32(f32_to_f16(traits(F).codebook[i]));
-  }
-  template <uint32_t VEC> static void load_k_raw(const uint16_t* p, bool, uint32_t (&w)[VEC / 2]) {
-    for (uint32_t i = 0; i < VEC / 2; ++i) w[i] = uint32_t(p[2 * i]) | (uint32_t(p[2 * i + 1]) << 16);
-  }
-};
 
 template <Format F, uint32_t kHdim, uint32_t HT>
 void run_cta(const fastdec::Args& a, uint32_t qh0, uint32_t seq) {
@@ -203,31 +117,7 @@ void check_case(const CaseSpec& c, uint32_t ht, bool expect_skips) {
     DecodeDiagnostics diag;
     const std::vector<uint16_t> want = run_model(dc, ex2(), &diag);
     const SimResult got = run_sim(dc, ht);
-    uint64_t bad = 0, nonzero = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (want[i] != got.out[i] && bad++ < 5)
-        BOOST_ERROR("element " << i << ": model 0x" << std::hex << want[i] << " sim 0x" << got.out[i]);
-      nonzero += (want[i] != 0 && want[i] != kPoison);
-    }
-    BOOST_TEST(bad == 0u);
-    BOOST_TEST(nonzero > 0u);  // guards against a vacuous pass
-    // The f32 values before the bf16 rounding: an order change (a batch taken as singles, a
-    // rescale in the wrong place) moves low bits that bf16 rounding would mostly hide.
-    uint64_t bad32 = 0;
-    const uint32_t D = dc.p.head_dim, Hq = dc.p.num_q_heads;
-    for (uint32_t s = 0; s < dc.p.num_seqs; ++s) {
-      if (dc.lens[s] == 0) continue;
-      for (uint32_t qh = 0; qh < Hq; ++qh) {
-        const std::vector<float>& m = diag.heads[s * Hq + qh].out_f32;
-        for (uint32_t i = 0; i < D; ++i) {
-          const float g = got.out_f32[(uint64_t(s) * Hq + qh) * D + i];
-          if (f32_bits(m[i]) != f32_bits(g) && !(std::isnan(m[i]) && std::isnan(g)) && bad32++ < 5)
-            BOOST_ERROR("f32 seq " << s << " head " << qh << " dim " << i << ": model 0x" << std::hex
-                        << f32_bits(m[i]) << " sim 0x" << f32_bits(g));
-        }
-      }
-    }
-    BOOST_TEST(bad32 == 0u);
+    expect_model_bits(dc, diag, want, got.out, got.out_f32);
     unsigned long long pairs = 0, skipped = 0;
     for (const auto& h : diag.heads) {
       pairs += h.skipped.size();

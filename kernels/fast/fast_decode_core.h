@@ -219,11 +219,11 @@ TQF_HD VPlace<F, VEC> v_place(const Args& a, uint32_t kvh, uint32_t lane) {
 // Aligned path: the one or two 32-bit words as loaded (lo, hi); the shift waits for v_codes(),
 // so that nothing consumes the loads before phase B (a consumer right after the load would
 // stall the warp for the whole memory latency). Byte path: the codes already shifted, in lo.
+// load_v_rows() takes the slot's code row and scale row directly.
 template <class Ops, Format F, uint32_t VEC>
-TQF_HD void load_v_raw(const Args& a, const VPlace<F, VEC>& vp, const uint8_t* vblk, uint32_t slot,
-                       uint32_t& lo, uint32_t& hi, uint32_t& scale_byte) {
+TQF_HD void load_v_rows(const VPlace<F, VEC>& vp, const uint8_t* row, const uint8_t* scale_row,
+                        uint32_t& lo, uint32_t& hi, uint32_t& scale_byte) {
   constexpr uint32_t kBits = FormatConst<F>::bits;
-  const uint8_t* row = vblk + slot * vp.row_bytes;
   if (vp.aligned) {
     lo = Ops::load_u32(row + 4 * vp.word0);
     hi = vp.two_words ? Ops::load_u32(row + 4 * vp.word0 + 4) : 0u;
@@ -237,7 +237,14 @@ TQF_UNROLL
     lo = w >> vp.shift;
     hi = 0;
   }
-  scale_byte = Ops::load_u8(vblk + a.v_data_section + slot * vp.scale_row_bytes + vp.scale_off);
+  scale_byte = Ops::load_u8(scale_row + vp.scale_off);
+}
+
+template <class Ops, Format F, uint32_t VEC>
+TQF_HD void load_v_raw(const Args& a, const VPlace<F, VEC>& vp, const uint8_t* vblk, uint32_t slot,
+                       uint32_t& lo, uint32_t& hi, uint32_t& scale_byte) {
+  load_v_rows<Ops, F, VEC>(vp, vblk + slot * vp.row_bytes,
+                           vblk + a.v_data_section + slot * vp.scale_row_bytes, lo, hi, scale_byte);
 }
 
 // The lane's VEC codes from bit 0, from what load_v_raw() loaded.
