@@ -29,6 +29,12 @@ std::string timing_json(const Timing& t) {
   return b;
 }
 
+// The table's kernel column: the reference-order kernel, a GQA or a floor decoder.
+const char* variant_of(const DecodeResult& d) {
+  if (d.heads_per_cta == 0) return "ref-order";
+  return d.kernel.ends_with("_floor") ? "floor" : "gqa";
+}
+
 }  // namespace
 
 uint32_t decode_launches(const Settings& s) { return 1 + uint32_t(s.warmup + s.runs); }
@@ -47,7 +53,8 @@ void write_json(const std::string& path, const Report& r) {
     const DecodeResult& d = r.decode[i];
     const DecodeShape& s = d.shape;
     const uint64_t need = needed_bytes(d), full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
-    o << "    {\"kernel\": \"" << d.kernel << "\", \"heads_per_cta\": " << d.heads_per_cta
+    o << "    {\"kernel\": \"" << d.kernel << "\", \"variant\": \"" << variant_of(d)
+      << "\", \"heads_per_cta\": " << d.heads_per_cta
       << ", \"format\": \"" << format_name(s.format) << "\", \"hdim\": " << s.hdim
       << ", \"num_seqs\": " << s.num_seqs << ", \"num_q_heads\": " << s.num_q_heads
       << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"seq_len\": " << s.seq_len
@@ -100,7 +107,7 @@ void print_table(const Report& r) {
     const uint64_t full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
     const double floor_ms = r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0;
     std::printf("%-56s %-9s %3u %9.4f %8.0f %6.1f %9.4f %6.2f %5.2f %s\n", d.shape.label().c_str(),
-                d.heads_per_cta ? "gqa" : "ref-order", d.heads_per_cta, d.t.median_ms, gbps(needed_bytes(d), d.t),
+                variant_of(d), d.heads_per_cta, d.t.median_ms, gbps(needed_bytes(d), d.t),
                 r.copy.gbps() > 0 ? 100.0 * gbps(needed_bytes(d), d.t) / r.copy.gbps() : 0.0, floor_ms,
                 100.0 * d.skip_rate, d.t.median_ms > 0 ? ref_order_ms / d.t.median_ms : 0.0,
                 d.conformant ? (d.heads_per_cta ? "= ref-order" : (d.model_checked ? "= model" : "written"))

@@ -44,7 +44,8 @@ struct DecodeResult {
   uint64_t k_bytes = 0, v_bytes_full = 0, v_bytes_needed = 0, qo_bytes = 0;
   double skip_rate = 0;   // skipped (head, position) pairs / all pairs
   bool conformant = false;
-  uint64_t mismatches = 0;  // output elements differing from the reference-order kernel
+  uint64_t mismatches = 0;  // output elements differing from the reference-order kernel (summed
+                            // over the checks before and after timing)
   bool model_checked = false, model_equal = false;  // reference-order kernel vs CPU model, on a sequence subset
 };
 
@@ -81,7 +82,9 @@ class GpuBench {
   GpuBench(const gpu::Context& ctx, Settings s);
   ~GpuBench();
   CopyResult copy(uint64_t bytes);
-  // The reference-order kernel plus the GQA kernel for every valid heads-per-CTA in `hts` (1, 2, 4).
+  // The reference-order kernel plus the GQA and the floor kernels for every valid heads-per-CTA in
+  // `hts` (1, 2, 4); each checked against the reference-order kernel's output on one launch before
+  // timing and on the output of its last timed launch.
   std::vector<DecodeResult> decode(const DecodeShape& shape, const std::vector<uint32_t>& hts,
                                    uint32_t model_check_seqs);
   // The reference-order writer and the bandwidth writer on the same inputs, each checked against

@@ -59,6 +59,7 @@ struct GpuArgs {
   uint32_t hdim = 0;
   float threshold = kSparseVThreshold;
   double launch_timeout = 60.0;  // gpu::kDefaultLaunchTimeoutS (gpu/watchdog.h)
+  std::string variant;           // decoders: "" reference order, "gqa" or "floor" (built-in)
 };
 
 struct CheckArgs {
@@ -112,7 +113,10 @@ po::options_description check_options(CheckArgs& a) {
       "launch-timeout", po::value(&a.ga.launch_timeout),
       "gpu: seconds one kernel launch may run before it is reported as hung (default 60)")(
       "threshold", po::value(&a.ga.threshold),
-      "gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with (default 1e-3)");
+      "gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with (default 1e-3)")(
+      "variant", po::value(&a.ga.variant),
+      "gpu: decode cases through the built-in GQA or floor decoders (gqa, floor; docs/kernels.md) "
+      "instead of the reference-order ones");
   add_model_option(desc, &a.model);
   return desc;
 }
@@ -160,6 +164,12 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
   }
   if (a.backend_name != "gpu" && (vm.count("module") || vm.count("hdim") || vm.count("threshold")))
     return usage("--module, --hdim and --threshold need --backend gpu");
+  if (vm.count("variant")) {
+    if (a.backend_name != "gpu") return usage("--variant needs --backend gpu");
+    if (vm.count("module")) return usage("--variant runs the built-in decoders: not with --module");
+    if (a.ga.variant != "gqa" && a.ga.variant != "floor")
+      return usage("--variant " + a.ga.variant + "; allowed: gqa, floor");
+  }
   if (a.backend_name == "gpu" && !require_gpu("tqref check: --backend gpu")) return kExitNoDevice;
   if (!parse_fault(a.inject, &a.fault)) return usage("--inject " + a.inject + "; allowed: " + fault_names_list());
   return std::nullopt;
@@ -181,7 +191,7 @@ OpenedBackend open_backend(const CheckArgs& a, const Ex2Profile* ex2p) {
       const GpuArgs& ga = a.ga;
       auto g = std::make_unique<gpu::GpuBackend>(
           gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold, ga.launch_timeout,
-                          /*reset_after_fault=*/true},
+                          /*reset_after_fault=*/true, ga.variant},
           ex2p);
       std::printf("GPU %d: %s\n", ga.device, gpu::describe_device(g->device()).c_str());
       o.gpu = g.get();

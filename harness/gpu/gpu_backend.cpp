@@ -9,6 +9,7 @@
 #include "io/case_checks.h"
 #include "io/ex2_profile_io.h"
 #include "judge/launch_buffers.h"
+#include "kernels/fast/fast_decode_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/contract.h"
 
@@ -86,13 +87,30 @@ GpuBackend::GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2)
 GpuBackend::~GpuBackend() = default;
 
 std::string GpuBackend::name() const {
-  return "gpu:" + ctx_.device().arch() + ":" + (opt_.module_path.empty() ? "builtin" : opt_.module_path);
+  return "gpu:" + ctx_.device().arch() + ":" + (opt_.module_path.empty() ? "builtin" : opt_.module_path) +
+         (opt_.decode_variant.empty() ? "" : ":" + opt_.decode_variant);
 }
+
+namespace {
+
+// The heads per CTA of a variant launch: the largest of 4, 2, 1 the kernels accept (0: none).
+uint32_t variant_heads_per_cta(const golden::GoldenCase& c) {
+  for (uint32_t ht : {4u, 2u, 1u})
+    if (c.d.p.num_q_heads % ht == 0 &&
+        fastdec::heads_per_cta(c.d.p.num_q_heads, c.d.p.num_kv_heads, c.d.p.num_q_heads / ht) == ht)
+      return ht;
+  return 0;
+}
+
+}  // namespace
 
 const Module& GpuBackend::module_for(const GoldenCase& c) const {
   if (external_) return *external_;
-  const std::string mod =
-      c.kind == CaseKind::writer ? "writers" : "decode_hdim" + std::to_string(c.d.p.hdim);
+  const std::string hd = std::to_string(c.d.p.hdim);
+  const std::string mod = c.kind == CaseKind::writer        ? "writers"
+                          : opt_.decode_variant == "gqa"    ? "decode_fast_hdim" + hd
+                          : opt_.decode_variant == "floor"  ? "decode_floor_hdim" + hd
+                                                            : "decode_hdim" + hd;
   auto it = builtin_.find(mod);
   if (it != builtin_.end()) return it->second;
   const auto image = kernels::builtin_fatbin(mod);
@@ -102,7 +120,8 @@ const Module& GpuBackend::module_for(const GoldenCase& c) const {
 
 const Function* GpuBackend::kernel_for(const GoldenCase& c, std::string* why) const {
   const Module& m = module_for(c);
-  const std::string kname = golden::kernel_name(c.kind, c.format);
+  std::string kname = golden::kernel_name(c.kind, c.format);
+  if (c.kind == CaseKind::decode && !opt_.decode_variant.empty()) kname += "_" + opt_.decode_variant;
   const std::string key = m.label() + "/" + kname;
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
@@ -144,6 +163,10 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
         return "the case is for THRESH " + fmt_float(c.threshold) + "; module " + opt_.module_path +
                " was built with " + fmt_float(opt_.threshold) + " (--threshold)";
     } else {
+      if (!opt_.decode_variant.empty() && variant_heads_per_cta(c) == 0)
+        return "the " + opt_.decode_variant + " decoders serve 1, 2 or 4 q heads of one kv head per CTA: " +
+               std::to_string(c.d.p.num_q_heads) + " q heads on " + std::to_string(c.d.p.num_kv_heads) +
+               " kv heads allow none";
       if (!is_decode_hdim(hdim))
         return "HDIM " + std::to_string(hdim) + ": the built-in decoders are HDIM 128 and 256";
       if (c.threshold != kSparseVThreshold)
@@ -191,7 +214,7 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
     pack_decode_args(args, {at["q"], at["k_cache"], at["v_cache"], at["output"], at["block_tables"],
                             at["seq_lens"]},
                      c.d.p);
-    grid.x = c.d.p.num_q_heads;
+    grid.x = opt_.decode_variant.empty() ? c.d.p.num_q_heads : c.d.p.num_q_heads / variant_heads_per_cta(c);
     grid.y = c.d.p.num_seqs;
   }
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)

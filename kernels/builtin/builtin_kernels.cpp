@@ -16,6 +16,10 @@ extern const unsigned char tqref_fatbin_decode_fast_hdim128[];
 extern const std::size_t tqref_fatbin_decode_fast_hdim128_size;
 extern const unsigned char tqref_fatbin_decode_fast_hdim256[];
 extern const std::size_t tqref_fatbin_decode_fast_hdim256_size;
+extern const unsigned char tqref_fatbin_decode_floor_hdim128[];
+extern const std::size_t tqref_fatbin_decode_floor_hdim128_size;
+extern const unsigned char tqref_fatbin_decode_floor_hdim256[];
+extern const std::size_t tqref_fatbin_decode_floor_hdim256_size;
 extern const unsigned char tqref_fatbin_bench_util[];
 extern const std::size_t tqref_fatbin_bench_util_size;
 extern const unsigned char tqref_fatbin_writers_fast[];
@@ -32,6 +36,10 @@ std::span<const unsigned char> builtin_fatbin(std::string_view name) {
     return {tqref_fatbin_decode_fast_hdim128, tqref_fatbin_decode_fast_hdim128_size};
   if (name == "decode_fast_hdim256")
     return {tqref_fatbin_decode_fast_hdim256, tqref_fatbin_decode_fast_hdim256_size};
+  if (name == "decode_floor_hdim128")
+    return {tqref_fatbin_decode_floor_hdim128, tqref_fatbin_decode_floor_hdim128_size};
+  if (name == "decode_floor_hdim256")
+    return {tqref_fatbin_decode_floor_hdim256, tqref_fatbin_decode_floor_hdim256_size};
   if (name == "bench_util") return {tqref_fatbin_bench_util, tqref_fatbin_bench_util_size};
   if (name == "writers_fast") return {tqref_fatbin_writers_fast, tqref_fatbin_writers_fast_size};
   return {};

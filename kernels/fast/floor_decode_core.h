@@ -123,21 +123,20 @@ TQF_HD RTile next_rtile(RWalker& w, uint32_t B) {
 // Leaf index i of the butterfly tree -> lane (5-bit reversal): the tree of lane 0 combines
 // lanes (0,16), then (0,8), (0,4), (0,2), (0,1), so leaves in the order 0,16,8,24,4,... form a
 // perfect binary tree whose left subtree is always the lower half.
-constexpr uint32_t bitrev5(uint32_t i) {
-  return ((i & 1u) << 4) | ((i & 2u) << 2) | (i & 4u) | ((i & 8u) >> 2) | ((i & 16u) >> 4);
-}
+template <uint32_t i>
+inline constexpr uint32_t kBitrev5 =
+    ((i & 1u) << 4) | ((i & 2u) << 2) | (i & 4u) | ((i & 8u) >> 2) | ((i & 16u) >> 4);
 
-// Lane-group g's partial of every head: part = 0; part += (q*k + q*k) per dim pair (dims
-// g*VEC ..). kw: the K row as bf16 pairs (element 2i in the low half of word i).
+// Lane group g's partial of every head: part = 0; part += (q*k + q*k) per dim pair (dims
+// g*VEC ..). w: the group's VEC bf16 of K as VEC/2 words (element 2i in the low half of word i).
 template <class Ops, uint32_t kHdim, uint32_t HT, uint32_t g>
-TQF_HD void leaf(const float* qs, const uint32_t (&kw)[kHdim / 2], float (&out)[HT]) {
+TQF_HD void leaf(const float* qs, const uint32_t* w, float (&out)[HT]) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
   float kf[VEC];
 TQF_UNROLL
   for (uint32_t i = 0; i < VEC / 2; ++i) {
-    const uint32_t w = kw[g * VEC / 2 + i];
-    kf[2 * i] = Ops::bf16(static_cast<uint16_t>(w & 0xFFFFu));
-    kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(w >> 16));
+    kf[2 * i] = Ops::bf16(static_cast<uint16_t>(w[i] & 0xFFFFu));
+    kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(w[i] >> 16));
   }
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) {
@@ -155,17 +154,60 @@ TQF_UNROLL
   }
 }
 
-// The butterfly tree over leaves kLo .. kLo+kN-1 (leaf i = lane-group bitrev5(i)).
+// The butterfly tree over leaves kLo .. kLo+kN-1 (leaf i = lane group kBitrev5<i>), HDIM 256:
+// a lane group is 16 bytes of K, loaded where its leaf is computed.
 template <class Ops, uint32_t kHdim, uint32_t HT, uint32_t kLo, uint32_t kN>
-TQF_HD void tree(const float* qs, const uint32_t (&kw)[kHdim / 2], float (&out)[HT]) {
+TQF_HD void tree(const float* qs, const uint16_t* krow, bool aligned, float (&out)[HT]) {
   if constexpr (kN == 1) {
-    leaf<Ops, kHdim, HT, bitrev5(kLo)>(qs, kw, out);
+    constexpr uint32_t g = kBitrev5<kLo>;
+    uint32_t w4[4];
+    Ops::template load_k_raw<8>(krow + 8 * g, aligned, w4);
+    leaf<Ops, kHdim, HT, g>(qs, w4, out);
   } else {
     float right[HT];
-    tree<Ops, kHdim, HT, kLo, kN / 2>(qs, kw, out);
-    tree<Ops, kHdim, HT, kLo + kN / 2, kN / 2>(qs, kw, right);
+    tree<Ops, kHdim, HT, kLo, kN / 2>(qs, krow, aligned, out);
+    tree<Ops, kHdim, HT, kLo + kN / 2, kN / 2>(qs, krow, aligned, right);
 TQF_UNROLL
     for (uint32_t h = 0; h < HT; ++h) out[h] = Ops::add(out[h], right[h]);
+  }
+}
+
+// HDIM 128: the root's two subtrees side by side. Leaf i < 16 is lane group kBitrev5<i> (even),
+// leaf i + 16 the next lane group (the bit-reversed index gains bit 0), so one 16-byte K load
+// feeds leaf i of the left subtree (x(0) of the butterfly's last step) and leaf i of the right
+// one (x(1)); both subtrees have the same shape.
+template <class Ops, uint32_t kHdim, uint32_t HT, uint32_t kLo, uint32_t kN>
+TQF_HD void tree_pair(const float* qs, const uint16_t* krow, bool aligned, float (&left)[HT],
+                      float (&right)[HT]) {
+  static_assert(kHdim == 128, "two lane groups per 16 bytes of K");
+  if constexpr (kN == 1) {
+    constexpr uint32_t g = kBitrev5<kLo>;
+    uint32_t w4[4];
+    Ops::template load_k_raw<8>(krow + 4 * g, aligned, w4);
+    leaf<Ops, kHdim, HT, g>(qs, w4, left);
+    leaf<Ops, kHdim, HT, g + 1>(qs, w4 + 2, right);
+  } else {
+    float l2[HT], r2[HT];
+    tree_pair<Ops, kHdim, HT, kLo, kN / 2>(qs, krow, aligned, left, right);
+    tree_pair<Ops, kHdim, HT, kLo + kN / 2, kN / 2>(qs, krow, aligned, l2, r2);
+TQF_UNROLL
+    for (uint32_t h = 0; h < HT; ++h) {
+      left[h] = Ops::add(left[h], l2[h]);
+      right[h] = Ops::add(right[h], r2[h]);
+    }
+  }
+}
+
+// The score tree of every head for one K row: bits equal to the reference order's butterfly.
+template <class Ops, uint32_t kHdim, uint32_t HT>
+TQF_HD void score_tree(const float* qs, const uint16_t* krow, bool aligned, float (&s)[HT]) {
+  if constexpr (kHdim == 128) {
+    float right[HT];
+    tree_pair<Ops, kHdim, HT, 0, kWarpSize / 2>(qs, krow, aligned, s, right);
+TQF_UNROLL
+    for (uint32_t h = 0; h < HT; ++h) s[h] = Ops::add(s[h], right[h]);
+  } else {
+    tree<Ops, kHdim, HT, 0, kWarpSize>(qs, krow, aligned, s);
   }
 }
 
@@ -216,16 +258,8 @@ TQF_HD void phase_scores(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, int32_
       vblk + a.v_data_section + static_cast<uint64_t>(slot) * c.vp.scale_row_bytes;
   const uint16_t* krow =
       a.k_cache + ((blk * c.B + slot) * a.num_kv_heads + c.kvh) * a.head_dim;
-  uint32_t kw[kHdim / 2];
-TQF_UNROLL
-  for (uint32_t m = 0; m < kHdim / 8; ++m) {
-    uint32_t w4[4];
-    Ops::template load_k_raw<8>(krow + 8 * m, c.k_aligned, w4);
-TQF_UNROLL
-    for (uint32_t i = 0; i < 4; ++i) kw[4 * m + i] = w4[i];
-  }
   float s[HT];
-  tree<Ops, kHdim, HT, 0, kWarpSize>(c.sm.r.q, kw, s);
+  score_tree<Ops, kHdim, HT>(c.sm.r.q, krow, c.k_aligned, s);
   float sc[kMaxHT] = {};
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) sc[h] = Ops::mul(s[h], a.inv_sqrt_d);
