@@ -126,7 +126,7 @@ if m:
         if not r["heads_per_cta"]:
             ref[lab] = r["timing"]["median_ms"]
         x = ref.get(lab, 0) / r["timing"]["median_ms"] if r["timing"]["median_ms"] else 0
-        print(f"| {lab} | {'gqa' if r['heads_per_cta'] else 'ref-order'} | {r['heads_per_cta'] or '-'} | "
+        print(f"| {lab} | {r.get('variant', 'gqa' if r['heads_per_cta'] else 'ref-order')} | {r['heads_per_cta'] or '-'} | "
               f"{r['timing']['median_ms']:.4f} | {x:.2f} | {100 * r['skip_rate']:.2f} | "
               f"{'equal' if r['conformant'] else 'MISMATCH'} |")
     print()
