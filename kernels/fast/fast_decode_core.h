@@ -80,6 +80,21 @@ TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint3
   return ht;
 }
 
+// Warp (chunk) w's range [begin, end) in the reference order's partition of the sequence of
+// length L (docs/spec.md section 5). Non-empty ranges lie in [0, L) with L an int32; an empty one
+// becomes [0, 0).
+TQF_HD void chunk_range(const Args& a, int32_t L, uint32_t w, uint32_t& begin, uint32_t& end) {
+  const int64_t Ll = L;
+  const int64_t start =
+      (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
+  const int64_t A = Ll - start;
+  const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
+  const int64_t wb = start + w * chunk;
+  const int64_t we = wb + chunk < Ll ? wb + chunk : Ll;
+  begin = wb < we ? static_cast<uint32_t>(wb) : 0u;
+  end = wb < we ? static_cast<uint32_t>(we) : 0u;
+}
+
 // The warp's walk over its range, one segment at a time: a segment is the part of one cache
 // block inside the range (the reference-order kernel's block-by-block loop). Positions fit in
 // uint32_t (seq_lens are int32). Only table entries of blocks holding positions of the range
@@ -617,16 +632,8 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   ops.sync_cta();
 
   // The reference-order kernel's partition, identical for every head of the sequence.
-  const int64_t Ll = L;
-  const int64_t start =
-      (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
-  const int64_t A = Ll - start;
-  const int64_t chunk = (A + kDecodeWarps - 1) / kDecodeWarps;
-  const int64_t wb = start + warp * chunk;
-  const int64_t we = wb + chunk < Ll ? wb + chunk : Ll;
-  // Non-empty ranges lie in [0, L) with L an int32; an empty one becomes [0, 0).
-  const uint32_t w_begin = wb < we ? static_cast<uint32_t>(wb) : 0u;
-  const uint32_t w_end = wb < we ? static_cast<uint32_t>(we) : 0u;
+  uint32_t w_begin, w_end;
+  chunk_range(a, L, warp, w_begin, w_end);
 
   const uint32_t kvh = qh0 / (a.num_q_heads / a.num_kv_heads);
   CtaCtx<Ops, F, kHdim, HT> c{a, sm, ops, warp, lane, seq, qh0, kvh, lane % HT,

@@ -224,20 +224,6 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct Ctx {
   VPlace<F, VEC> vp;
 };
 
-// Chunk c's range in the reference order's partition (empty ranges become [0, 0)).
-template <class Ops>
-TQF_HD void chunk_range(const Args& a, int32_t L, uint32_t c, uint32_t& begin, uint32_t& end) {
-  const int64_t Ll = L;
-  const int64_t start =
-      (a.sliding_window > 0u && Ll > a.sliding_window) ? Ll - a.sliding_window : 0;
-  const int64_t A = Ll - start;
-  const int64_t chunk = (A + kChunks - 1) / kChunks;
-  const int64_t wb = start + c * chunk;
-  const int64_t we = wb + chunk < Ll ? wb + chunk : Ll;
-  begin = wb < we ? static_cast<uint32_t>(wb) : 0u;
-  end = wb < we ? static_cast<uint32_t>(we) : 0u;
-}
-
 // Phase S: this lane's position (j = lane) of chunk `warp`'s tile: its V row offsets for the o
 // phase, and the scores of the HT heads into sm.r.sc. phys: the position's physical block
 // (loaded a round ahead).
@@ -518,7 +504,7 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid, 
 
   // Chunk `warp` for the scores and o; chunk lane / HT, head lane % HT for the chain lanes.
   uint32_t cb, ce;
-  chunk_range<Ops>(a, L, warp, cb, ce);
+  fastdec::chunk_range(a, L, warp, cb, ce);
   RWalker wk;
   rwalker_init(wk, cb, ce, c.B);
   RTile cur = next_rtile(wk, c.B);

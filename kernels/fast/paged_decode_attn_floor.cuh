@@ -35,11 +35,7 @@ __device__ __forceinline__ void decode_floor_entry(const Args& a) {
 
 #define TQREF_DEFINE_FLOOR_DECODER(NAME, FMT)                                                    \
   extern "C" __global__ void __launch_bounds__(256, TQREF_FLOOR_MIN_CTAS) NAME(                  \
-      const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
-      __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
-      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
-      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
-      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window) {   \
+      TQREF_DECODE_PARAMS) {                                                                    \
     const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
     tqref::floordec::decode_floor_entry<tqref::Format::FMT, HDIM>(a);                             \
   }

@@ -38,6 +38,14 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
 
 }  // namespace tqref::fastdec
 
+// The 16 parameters of docs/spec.md section 5, in order (every variant decoder's signature).
+#define TQREF_DECODE_PARAMS                                                                      \
+  const __nv_bfloat16 *q, const __nv_bfloat16 *k_cache, const uint8_t *v_cache,                  \
+      __nv_bfloat16 *output, const int32_t *block_tables, const int32_t *seq_lens,               \
+      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
+      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
+      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window
+
 #define TQREF_FAST_ARGS_FROM_PARAMS(STATS)                                                        \
   tqref::fastdec::Args a{reinterpret_cast<const uint16_t*>(q),                                    \
                          reinterpret_cast<const uint16_t*>(k_cache), v_cache,                     \
@@ -48,20 +56,12 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
 
 #define TQREF_DEFINE_GQA_DECODER(NAME, FMT)                                                      \
   extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME(                                        \
-      const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
-      __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
-      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
-      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
-      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window) {   \
+      TQREF_DECODE_PARAMS) {                                                                    \
     const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
     tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, false>(a);                             \
   }                                                                                              \
   extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME##_stats(                                \
-      const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const uint8_t* v_cache,              \
-      __nv_bfloat16* output, const int32_t* block_tables, const int32_t* seq_lens,               \
-      uint32_t max_blocks_per_seq, uint32_t num_q_heads, uint32_t num_kv_heads,                  \
-      uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
-      uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window,     \
+      TQREF_DECODE_PARAMS,                                                                       \
       unsigned long long* stats) {                                                               \
     const TQREF_FAST_ARGS_FROM_PARAMS(stats);                                                     \
     tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, true>(a);                             \
