@@ -163,6 +163,10 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
         return "the case is for THRESH " + fmt_float(c.threshold) + "; module " + opt_.module_path +
                " was built with " + fmt_float(opt_.threshold) + " (--threshold)";
     } else {
+      if (!opt_.decode_variant.empty() && c.d.p.head_dim != hdim)
+        return "head_dim " + std::to_string(c.d.p.head_dim) + " on an HDIM=" + std::to_string(hdim) +
+               " build: the " + opt_.decode_variant +
+               " decoders do not implement docs/spec.md section 5.1 (head_dim != HDIM)";
       if (!opt_.decode_variant.empty() && variant_heads_per_cta(c) == 0)
         return "the " + opt_.decode_variant + " decoders serve 1, 2 or 4 q heads of one kv head per CTA: " +
                std::to_string(c.d.p.num_q_heads) + " q heads on " + std::to_string(c.d.p.num_kv_heads) +
