@@ -128,16 +128,16 @@ def main():
                ("datapath, SIMD batch", [ex2.get((0, 1, e), 0) for e in (0, 1)], "#1f5fa8")]
     bars(axes[2], egroups, eseries, "ns per call (random arguments)", "EX2 unit model", None)
     ctx = docs["decode"]["context"]
-    load = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
+    load_text = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
     fig.suptitle(f"CPU models: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
-                 f"load average {load} at start, commit {ctx.get('git_commit', '?')}, "
+                 f"load average {load_text} at start, commit {ctx.get('git_commit', '?')}, "
                  f"fast path {ctx.get('fast_isa_default', '?')}", fontsize=9)
     fig.tight_layout()
     fig.savefig(a.out, dpi=130)
 
     print(f"Context: {ctx.get('date')}, host {ctx.get('host_name')}, {ctx.get('num_cpus')} CPUs at "
           f"{ctx.get('mhz_per_cpu')} MHz, load average at start of bench_decode "
-          f"{load}, commit {ctx.get('git_commit')}, fast path "
+          f"{load_text}, commit {ctx.get('git_commit')}, fast path "
           f"{ctx.get('fast_isa_default')} (built: {ctx.get('fast_isas')}).\n")
     print("| format | HDIM | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | "
           "fast/scalar | fast 2 thr / 1 thr |")
