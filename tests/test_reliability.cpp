@@ -259,25 +259,38 @@ BOOST_AUTO_TEST_CASE(isolated_call_contains_crashes_and_hangs) {
   BOOST_TEST(waited >= 0.9);
 }
 
-// Would catch: libhdf5's endless loop or memory corruption on a corrupt variable-length string
-// attribute (fuzz findings 4 and 5, docs/reliability.md) reaching tqref again: both files must be
-// refused with exit 3 naming the file and the attribute, within the 10 s idle deadline of the
-// validating pass plus margin.
-BOOST_AUTO_TEST_CASE(corrupt_vlen_string_attributes_are_refused) {
-  const fs::path root = TQREF_SOURCE_DIR "/tests/fuzz/regressions/fuzz_trace_reader";
-  for (const char* name : {"trace_vlen_global_heap_hang.h5", "trace_vlen_global_heap_overlap.h5"}) {
-    BOOST_TEST_CONTEXT(name) {
-      const fs::path d = scratch("vlen");
+// Would catch: libhdf5's endless loop or memory corruption on malformed metadata reaching tqref
+// again: a corrupt variable-length string attribute (fuzz findings 4 and 5, docs/reliability.md)
+// and a golden file whose link messages libhdf5 frees wildly (finding 6) must be refused with
+// exit 3 naming the file and the object, within the 10 s idle deadline of the validating pass plus
+// margin, by every command that reads them.
+BOOST_AUTO_TEST_CASE(libhdf5_failures_on_malformed_files_are_refused) {
+  const std::string root = TQREF_SOURCE_DIR "/tests/fuzz/regressions/";
+  struct Sample {
+    std::string command, file, says;
+  };
+  const std::vector<Sample> samples = {
+      {"trace-validate", "fuzz_trace_reader/trace_vlen_global_heap_hang.h5",
+       ":/ attribute '"},
+      {"trace-validate", "fuzz_trace_reader/trace_vlen_global_heap_overlap.h5",
+       ":/ attribute '"},
+      {"inspect", "fuzz_golden_reader/golden_link_message_free_crash.h5", "/diagnostics: corrupt file"},
+      {"check", "fuzz_golden_reader/golden_link_message_free_crash.h5", "/diagnostics: corrupt file"},
+  };
+  for (const Sample& s : samples) {
+    BOOST_TEST_CONTEXT(s.command << " " << s.file) {
+      const fs::path d = scratch("libhdf5");
       const auto t0 = std::chrono::steady_clock::now();
-      const int code = run("'" TQREF_CLI "' trace-validate '" + (root / name).string() + "' > '" +
-                           (d / "out.txt").string() + "' 2>&1");
+      const int code = run("cd '" + d.string() + "' && '" TQREF_CLI "' " + s.command + " '" + root + s.file +
+                           "' > out.txt 2>&1");
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string out = slurp(d / "out.txt");
       BOOST_TEST(code == 3, out);
-      BOOST_TEST(out.find(name) != std::string::npos, out);
-      BOOST_TEST(out.find(" attribute '") != std::string::npos, out);
-      BOOST_TEST(out.find("corrupt file: libhdf5 failed while reading this object") != std::string::npos, out);
+      BOOST_TEST(out.find(fs::path(s.file).filename().string()) != std::string::npos, out);
+      BOOST_TEST(out.find(s.says) != std::string::npos, out);
+      BOOST_TEST(out.find("corrupt file") != std::string::npos, out);
       BOOST_TEST(secs < 30.0);
+      BOOST_TEST(count_files(d) == 1u);  // nothing written but the captured output
       fs::remove_all(d);
     }
   }
