@@ -90,9 +90,9 @@ for t in "${TARGETS[@]}"; do
   fi
   # With -fork, libFuzzer exits non-zero when it saved anything; the triage above decides.
   if ((saved == 0 && (rc == 0 || contained_hdf5 > 0))); then
-    echo "fuzz: $t: ${execs:-?} executions in ${secs} s, $cov, no findings" \
-         "($contained_hdf5 libhdf5 failures found in-process, each refused by the isolated pass:" \
-         "$findings/contained)"
+    note=""
+    ((contained_hdf5)) && note=" ($contained_hdf5 libhdf5 failures found in-process, each refused by the isolated pass: $findings/contained)"
+    echo "fuzz: $t: ${execs:-?} executions in ${secs} s, $cov, no findings$note"
   else
     status=1
     echo "fuzz: $t: FINDINGS after ${execs:-?} executions in ${secs} s (exit $rc, $saved inputs saved in $findings):" >&2
