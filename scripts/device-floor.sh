@@ -44,21 +44,8 @@ log=$out/log.txt
 failed=()   # steps that failed or were skipped (not mismatches)
 mismatch=0
 tmp=$(mktemp -d /tmp/tqref-floor.XXXXXX)
-# step NAME TIMEOUT CMD...: CMD (output to the log) within the time left; rc 1 is a mismatch,
-# any other non-zero rc a failure.
-step() {
-  local name=$1 limit=$2 rc left=$((budget - SECONDS))
-  shift 2
-  if (( left < 8 )); then failed+=("$name (skipped: time budget)"); return 99; fi
-  (( limit > left )) && limit=$left
-  echo "=== $name (timeout ${limit}s, $(date -u +%T))" | tee -a "$log"
-  timeout --kill-after=5 "$limit" "$@" >> "$log" 2>&1
-  rc=$?
-  echo "=== $name: rc=$rc" | tee -a "$log"
-  if (( rc == 1 )); then mismatch=1; elif (( rc != 0 )); then failed+=("$name (rc $rc)"); fi
-  return $rc
-}
-to=(sh -c 'f=$1; shift; exec "$@" > "$f"' to)  # "${to[@]}" FILE CMD...: CMD's stdout in FILE
+step_min_left=8
+. "$here/scripts/device-bench-steps.sh"   # step, to
 
 smoke=$here/data/golden/smoke.h5
 chk=(check --backend gpu --kind decode --show 4)

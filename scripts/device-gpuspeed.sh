@@ -36,24 +36,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.li
 budget=${TQREF_GPUSPEED_BUDGET:-290}  # seconds for all steps; later steps get what is left
 failed=()     # steps that failed or were skipped (not mismatches)
 mismatch=0
-# step NAME TIMEOUT CMD...: runs CMD (output appended to bench.log) within the time left, records
-# a mismatch (rc 1) or a failure (any other non-zero rc).
-step() {
-  local name=$1 limit=$2 rc left=$((budget - SECONDS))
-  shift 2
-  if (( left < 15 )); then failed+=("$name (skipped: time budget)"); return 99; fi
-  (( limit > left )) && limit=$left
-  echo "=== $name (timeout ${limit}s, $(date -u +%T))" | tee -a "$out/bench.log"
-  timeout --kill-after=5 "$limit" "$@" >> "$out/bench.log" 2>&1
-  rc=$?
-  echo "=== $name: rc=$rc" | tee -a "$out/bench.log"
-  if (( rc == 1 )); then mismatch=1; elif (( rc != 0 )); then failed+=("$name (rc $rc)"); fi
-  return $rc
-}
-# "${to[@]}" FILE CMD...: CMD with its standard output in FILE (ncu prints its CSV there; the
-# bench's own lines mixed in never start with a quote, which is how scripts/ncu_join.py tells them
-# apart).
-to=(sh -c 'f=$1; shift; exec "$@" > "$f"' to)
+log=$out/bench.log
+step_min_left=15
+. "$here/scripts/device-bench-steps.sh"   # step, to
 
 step writers 90 "$bin" bench --set writers --no-decode --json "$out/writers.json"
 step models 90 "$bin" bench --set models --no-writer --json "$out/models.json"
