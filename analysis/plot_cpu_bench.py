@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot and tabulate the CPU-model benchmarks (bench_decode, bench_writer, bench_ex2 JSON).
+"""Plot and tabulate the CPU-model benchmarks (bench_decode, bench_writer, bench_ex2, bench_machine JSON).
 
 Reads DIR/bench_decode.json, DIR/bench_writer.json and DIR/bench_ex2.json (Google Benchmark
 --benchmark_out, written by scripts/bench-cpu-models.sh), takes for every benchmark the fastest
@@ -7,6 +7,9 @@ repetition's wall-clock time (on a shared machine the least disturbed one), and 
 decode pairs/s and writer V elements/s, scalar against fast on 1 and 2 threads with the speed-up
 over the scalar model of the same run above each fast bar, and the time per EX2/EXPF call. Prints
 markdown tables (rates, ratios, the 2-thread scaling) and the context (machine, load, commit).
+DIR/bench_machine.json (optional; runs of scripts/bench-cpu-models.sh before it existed lack it)
+adds the machine's own 2-thread speed-up for a clock-bound and a vector-port-bound loop, the
+ceiling against which the models' 2-thread speed-ups are read.
 Usage: /usr/bin/python3 analysis/plot_cpu_bench.py DIR --out FIG.png
 """
 import argparse
@@ -73,6 +76,24 @@ def ex2_costs(best):
         a = args_of(name)
         r[(int(a["table"]), int(a["batch"]), int(a["expf"]))] = t / items * 1e9
     return r
+
+
+def machine_rates(best):
+    """{(loop, threads): G items/s} from bench_machine (BM_dep_chain, BM_vec_mul)."""
+    r = {}
+    for name, (t, items, _) in best.items():
+        r[(name.split("/")[0].removeprefix("BM_"), int(args_of(name)["threads"]))] = items / t / 1e9
+    return r
+
+
+def print_machine(mach):
+    print("\nThe machine's own 2-thread speed-up (bench_machine, registers only, G items/s):\n")
+    print("| loop | 1 thread | 2 threads | 2 thr / 1 thr |")
+    print("| --- | --- | --- | --- |")
+    for loop, what in (("dep_chain", "dependent int64 adds (clock)"),
+                       ("vec_mul", "independent vector multiplies (ports)")):
+        one, two = mach.get((loop, 1), 0), mach.get((loop, 2), 0)
+        print(f"| {what} | {one:.3f} | {two:.3f} | {two / one if one else float('nan'):.2f}x |")
 
 
 def bars(ax, groups, series, ylabel, title, ratio_of=None):
@@ -168,6 +189,9 @@ def main():
     for e, name in ((0, "EX2 on [-126, 0]"), (1, "EXPF on [-87, 0]")):
         print(f"| {name} | {ex2.get((1, 0, e), 0):.2f} | {ex2.get((0, 0, e), 0):.2f} | "
               f"{ex2.get((0, 1, e), 0):.2f} |")
+    path = os.path.join(a.dir, "bench_machine.json")
+    if os.path.exists(path):
+        print_machine(machine_rates(fastest(load(path))))
     return 0
 
 

@@ -12,6 +12,7 @@
 
 #include "tqref/ex2.h"
 #include "tqref/numeric.h"
+#include "vec_permute.h"
 
 #define TQREF_EX2_INLINE [[gnu::always_inline]] inline
 
@@ -40,7 +41,7 @@ template <class U> TQREF_EX2_INLINE U lookup64(const uint32_t* t, U i) {
       U a, b;
       std::memcpy(&a, t + q * kPair, sizeof a);
       std::memcpy(&b, t + q * kPair + kLanes, sizeof b);
-      return __builtin_shuffle(a, b, I(i & (kPair - 1)));
+      return tqref::vec::permute2(a, b, I(i & (kPair - 1)));
     };
     U r = part(0);
     for (uint32_t q = 1; q < kEx2Segments / kPair; ++q) r = ((i / kPair) == q) ? part(q) : r;

@@ -39,20 +39,20 @@ inline constexpr VI kEvenLanes = mask_of(std::make_index_sequence<kW>{}, 2, 0); 
 inline constexpr VI kOddLanes = mask_of(std::make_index_sequence<kW>{}, 2, 1);   // 1, 3, ..
 
 // Lanes 0, 2, 4, .. (even) or 1, 3, 5, .. (odd) of the 2*kW lanes a then b.
-inline VF even_lanes(VF a, VF b) { return __builtin_shuffle(a, b, kEvenLanes); }
-inline VF odd_lanes(VF a, VF b) { return __builtin_shuffle(a, b, kOddLanes); }
+inline VF even_lanes(VF a, VF b) { return tqref::vec::permute2(a, b, kEvenLanes); }
+inline VF odd_lanes(VF a, VF b) { return tqref::vec::permute2(a, b, kOddLanes); }
 
 // Lane j + half of a in lane j (j < half); the upper lanes repeat them.
 template <int Half> inline VF upper_to_lower(VF a) {
-  return __builtin_shuffle(a, mask_of(std::make_index_sequence<kW>{}, 1, 0) % Half + Half);
+  return tqref::vec::permute(a, mask_of(std::make_index_sequence<kW>{}, 1, 0) % Half + Half);
 }
 
 // t[i[j]] in lane j for a table of 16 floats (i < 16): one permute where the ISA has it.
 inline VF lookup16(const float* t, VU i) {
   if constexpr (kW == 16) {
-    return __builtin_shuffle(vload<VF>(t), VI(i));
+    return tqref::vec::permute(vload<VF>(t), VI(i));
   } else if constexpr (kW == 8) {
-    return __builtin_shuffle(vload<VF>(t), vload<VF>(t + 8), VI(i));
+    return tqref::vec::permute2(vload<VF>(t), vload<VF>(t + 8), VI(i));
   } else {
     VF r;
     for (int j = 0; j < kW; ++j) r[j] = t[i[j]];

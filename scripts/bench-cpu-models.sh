@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CPU-model benchmarks of docs/performance.md: bench_decode, bench_writer and bench_ex2 (scalar
-# and fast in the same run), their JSON, the machine and its load before and after, and the plot
-# and tables of analysis/plot_cpu_bench.py. Run it on an otherwise idle machine (the load average
-# is recorded; the ratios of one run are what counts).
+# and fast in the same run), bench_machine (what the machine gives a second thread), their JSON,
+# the machine and its load before and after, and the plot and tables of analysis/plot_cpu_bench.py.
+# Run it on an otherwise idle machine (the load average is recorded; the ratios of one run are
+# what counts).
 # Usage: scripts/bench-cpu-models.sh [BUILD_DIR (build/cpu-only)] [OUTDIR (docs/performance-data/cpu)]
 set -euo pipefail
 build=${1:-build/cpu-only}
@@ -14,7 +15,7 @@ mkdir -p "$out"
   lscpu | grep -E '^(Model name|CPU\(s\)|Thread|L2 cache|L3 cache|Flags)' | cut -c1-200
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/machine.txt"
-for b in decode writer ex2; do
+for b in machine decode writer ex2; do
   "$build/bench/bench_$b" --benchmark_out="$out/bench_$b.json" --benchmark_out_format=json
   echo "load after bench_$b: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 done

@@ -6,6 +6,10 @@
 #   2. per-instruction stall samples -> $OUT/sass_hot_<kernel>.txt (hottest 80) and sass_<kernel>.csv.gz
 #   3. SASS instruction histogram of both kernels -> $OUT/sass_histogram.txt
 # ncu runs with --clock-control none (the device VM does not allow clock locking).
+# TQREF_PROFILE_KERNELS (default "seed gqa") picks the kernels, among seed, gqa and floor (the floor
+# decoder of docs/performance.md "Floor decoder" at HT 4); with floor the shape comes from
+# `tqref bench --set floor-profile` (the same 32 x 32/8 x 128 x 16k turbo3v shape, whose launch
+# order is the seed kernel, the GQA kernels at HT 4, 2, 1, then the floor kernels at HT 4, 2, 1).
 # Needs .device-carry from scripts/device-carry.sh. Usage on the device: bash scripts/device-profile.sh
 set -uo pipefail
 out=${OUT:-profile-out}
@@ -15,12 +19,17 @@ export LD_LIBRARY_PATH="$here/.device-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 export TQREF_DATA_DIR="$here/data"
 bin="$here/.device-carry/bin/tqref"
 [ -x "$bin" ] || { echo "device-profile: $bin missing (scripts/device-carry.sh)" >&2; exit 2; }
+kernels=${TQREF_PROFILE_KERNELS:-seed gqa}
 bench=("$bin" bench --quick --len 16384 --runs 1 --warmup 0 --model-seqs 0 --no-writer)
+[[ $kernels == *floor* ]] &&
+  bench=("$bin" bench --set floor-profile --runs 1 --warmup 0 --model-seqs 0 --no-writer --rotate-mib 1)
+declare -A regex=([seed]='paged_decode_attn_bf16k_turbo3v$' [gqa]='paged_decode_attn_bf16k_turbo3v_gqa$'
+                  [floor]='paged_decode_attn_bf16k_turbo3v_floor$')
 # Launch order of one shape: the seed kernel (reference output), then the GQA kernels at
 # HT 4, 2, 1 and the _stats kernel: the first match of each regex is the HT 4 / seed launch.
-for k in seed:'paged_decode_attn_bf16k_turbo3v$' gqa:'paged_decode_attn_bf16k_turbo3v_gqa$'; do
-  name=${k%%:*}
-  timeout 240 ncu --clock-control none --kernel-name "regex:${k#*:}" --launch-count 1 --set full \
+for name in $kernels; do
+  [[ -n ${regex[$name]:-} ]] || { echo "device-profile: unknown kernel '$name' (seed, gqa, floor)" >&2; exit 2; }
+  timeout 240 ncu --clock-control none --kernel-name "regex:${regex[$name]}" --launch-count 1 --set full \
     -o "$out/$name" "${bench[@]}" > "$out/ncu_$name.log" 2>&1
   echo "ncu $name: rc=$?"
   ncu --import "$out/$name.ncu-rep" --page details > "$out/profile_$name.txt" 2>&1
@@ -45,12 +54,12 @@ PY
 done
 mods="$here/.device-carry/modules"
 if command -v cuobjdump >/dev/null; then
-  for f in decode_hdim128.fatbin decode_fast_hdim128.fatbin; do
+  for f in decode_hdim128.fatbin decode_fast_hdim128.fatbin decode_floor_hdim128.fatbin; do
     [ -f "$mods/$f" ] || continue
     echo "== $f (sm_90)" >> "$out/sass_histogram.txt"
     cuobjdump -sass -arch sm_90 "$mods/$f" | awk '
       /Function : / { fn = $3 }
-      fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
+      fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa|_floor)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
         op = $2; if (op ~ /^@/) op = $3; sub(/\..*/, "", op); sub(/;$/, "", op); n[fn " " op]++; t[fn]++ }
       END { for (k in n) print n[k], k; for (f in t) print t[f], f, "TOTAL" }' | sort -k2,2 -k1,1nr >> "$out/sass_histogram.txt"
   done

@@ -9,7 +9,9 @@
 #   TQREF_FUZZ_FORK=J   libFuzzer's fork mode with J workers: a crash, timeout or OOM is saved in
 #                       findings/ and the run goes on (for long campaigns, where libhdf5's own
 #                       crashes on malformed files would otherwise end it; docs/reliability.md),
-#   TQREF_FUZZ_NICE=K   run the fuzzers under nice -n K (default 0).
+#   TQREF_FUZZ_NICE=K   run the fuzzers under nice -n K (default 0),
+#   TQREF_FUZZ_PREBUILT=1  use the targets and seeds already in $TQREF_FUZZ_BUILD (no clang, no
+#                       build, no seed generation: a tree packed by scripts/device-fuzz.sh pack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,30 +21,37 @@ TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader)
 BUILD=${TQREF_FUZZ_BUILD:-build/fuzz}
 
-for tool in clang-14 clang++-14 h5repack; do
-  command -v "$tool" >/dev/null ||
-    { echo "fuzz: $tool missing (TQREF_FUZZ_DEPS=1 bash scripts/setup.sh installs it)" >&2; exit 2; }
-done
-mkdir -p "$BUILD"
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTQREF_FUZZ=ON \
-  -DTQREF_ENABLE_CUDA=OFF -DTQREF_BUILD_BENCHMARKS=OFF >"$BUILD/configure.log" 2>&1 ||
-  { cat "$BUILD/configure.log" >&2; exit 2; }
-cmake --build "$BUILD" -j"${TQREF_JOBS:-2}" --target tqref "${TARGETS[@]}" >"$BUILD/build.log" 2>&1 ||
-  { tail -40 "$BUILD/build.log" >&2; exit 2; }
-
-# Seeds, all structurally valid HDF5 files (or YAML): a trace written by h5py (another HDF5
-# writer), golden files that the instrumented tqref generates from small sweeps, the same golden
-# files repacked by h5repack without filters and in the 1.8 format (no checksums: mutations then
-# reach the parsing logic behind them), and the committed EX2 profile.
 SEEDS="$BUILD/seeds"
-rm -rf "$SEEDS" && mkdir -p "$SEEDS/golden" "$SEEDS/ex2"
-/usr/bin/python3 tests/fuzz/make_seeds.py "$SEEDS"
-for y in writer_small decode_small; do
-  "$BUILD/harness/cli/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
-    --threads 1 >/dev/null 2>&1
-  h5repack -f NONE -l CONTI "$SEEDS/golden/$y.h5" "$SEEDS/golden/${y}_plain.h5"
-done
-cp data/hw/sm_90/ex2.h5 "$SEEDS/ex2/sm_90.h5"
+if [[ -z "${TQREF_FUZZ_PREBUILT:-}" ]]; then
+  for tool in clang-14 clang++-14 h5repack; do
+    command -v "$tool" >/dev/null ||
+      { echo "fuzz: $tool missing (TQREF_FUZZ_DEPS=1 bash scripts/setup.sh installs it)" >&2; exit 2; }
+  done
+  mkdir -p "$BUILD"
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTQREF_FUZZ=ON \
+    -DTQREF_ENABLE_CUDA=OFF -DTQREF_BUILD_BENCHMARKS=OFF >"$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log" >&2; exit 2; }
+  cmake --build "$BUILD" -j"${TQREF_JOBS:-2}" --target tqref "${TARGETS[@]}" >"$BUILD/build.log" 2>&1 ||
+    { tail -40 "$BUILD/build.log" >&2; exit 2; }
+
+  # Seeds, all structurally valid HDF5 files (or YAML): a trace written by h5py (another HDF5
+  # writer), golden files that the instrumented tqref generates from small sweeps, the same golden
+  # files repacked by h5repack without filters and in the 1.8 format (no checksums: mutations then
+  # reach the parsing logic behind them), and the committed EX2 profile.
+  rm -rf "$SEEDS" && mkdir -p "$SEEDS/golden" "$SEEDS/ex2"
+  /usr/bin/python3 tests/fuzz/make_seeds.py "$SEEDS"
+  for y in writer_small decode_small; do
+    "$BUILD/harness/cli/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
+      --threads 1 >/dev/null 2>&1
+    h5repack -f NONE -l CONTI "$SEEDS/golden/$y.h5" "$SEEDS/golden/${y}_plain.h5"
+  done
+  cp data/hw/sm_90/ex2.h5 "$SEEDS/ex2/sm_90.h5"
+else
+  for t in "${TARGETS[@]}"; do
+    [[ -x "$BUILD/tests/fuzz/$t" ]] || { echo "fuzz: $BUILD/tests/fuzz/$t missing (TQREF_FUZZ_PREBUILT)" >&2; exit 2; }
+  done
+  [[ -d "$SEEDS" ]] || { echo "fuzz: $SEEDS missing (TQREF_FUZZ_PREBUILT)" >&2; exit 2; }
+fi
 declare -A SEED_DIR=([fuzz_golden_reader]=golden [fuzz_isolated_reader]=golden [fuzz_trace_reader]=trace
                      [fuzz_ex2_profile]=ex2 [fuzz_sweep_config]=sweep)
 declare -A MAX_LEN=([fuzz_golden_reader]=262144 [fuzz_isolated_reader]=262144 [fuzz_trace_reader]=65536

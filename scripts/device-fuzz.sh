@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Long fuzz campaigns on a machine with many cores (the GPU machine's host CPUs; issue 20 item 5,
+# docs/reliability.md "Fuzzing"). The targets are built here by scripts/fuzz.sh (clang-14, ASan and
+# UBSan); the other machine needs no compiler.
+#   bash scripts/device-fuzz.sh pack [FUZZ_BUILD]
+#       here: copies the targets, the seeds, the corpora so far and the non-system shared libraries
+#       they link into build/fuzz-carry (about 30 MiB; carry that path)
+#   bash scripts/device-fuzz.sh run OUTDIR SECONDS TARGET=WORKERS ...
+#       there: runs every TARGET at once for SECONDS in libFuzzer's fork mode with WORKERS
+#       processes (scripts/fuzz.sh with TQREF_FUZZ_PREBUILT=1, so the triage by replay with the
+#       isolation on is the same as here), then copies each target's log, its fuzz.sh verdict
+#       line, the findings and the grown corpus into OUTDIR and writes OUTDIR/summary.txt.
+# Exit status: 0 no target has a finding; 1 a finding; 2 bad usage or a missing piece.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+carry=build/fuzz-carry
+
+pack() {
+  local src=${1:-build/fuzz} t
+  rm -rf "$carry" && mkdir -p "$carry/tests/fuzz" "$carry/lib"
+  for t in fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader; do
+    [[ -x $src/tests/fuzz/$t ]] || { echo "device-fuzz: $src/tests/fuzz/$t missing: run scripts/fuzz.sh first" >&2; exit 2; }
+    objcopy --strip-debug "$src/tests/fuzz/$t" "$carry/tests/fuzz/$t"
+  done
+  cp -r "$src/seeds" "$carry/seeds"
+  [[ -d $src/corpus ]] && cp -r "$src/corpus" "$carry/corpus"
+  ldd "$carry"/tests/fuzz/* | awk '/=> \//{print $3}' | sort -u |
+    grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  du -sh "$carry"
+}
+
+run() {
+  local out=$1 secs=$2 spec t j
+  shift 2
+  (($#)) || { echo "device-fuzz: run OUTDIR SECONDS TARGET=WORKERS ..." >&2; exit 2; }
+  [[ -d $carry/tests/fuzz ]] || { echo "device-fuzz: $carry missing: carry it from 'pack'" >&2; exit 2; }
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export TQREF_DATA_DIR="$PWD/data"
+  { nproc; lscpu | grep -E 'Model name|^CPU\(s\)'; git rev-parse HEAD 2>/dev/null; } > "$out/machine.txt"
+  local pids=()
+  for spec in "$@"; do
+    t=${spec%=*} j=${spec#*=}
+    TQREF_FUZZ_BUILD=$carry TQREF_FUZZ_PREBUILT=1 TQREF_FUZZ_FORK=$j \
+      bash scripts/fuzz.sh "$secs" "$t" > "$out/$t.verdict" 2>&1 &
+    pids+=($!)
+  done
+  local status=0 p
+  for p in "${pids[@]}"; do wait "$p" || status=1; done
+  for spec in "$@"; do
+    t=${spec%=*}
+    cp "$carry/$t.log" "$out/" 2>/dev/null
+    mkdir -p "$out/findings" "$out/corpus"
+    cp -r "$carry/findings/$t" "$out/findings/" 2>/dev/null
+    tar -C "$carry/corpus" -czf "$out/corpus/$t.tar.gz" "$t" 2>/dev/null
+  done
+  cat "$out"/*.verdict | tee "$out/summary.txt"
+  return $status
+}
+
+case ${1:-} in
+  pack) shift; pack "$@" ;;
+  run) shift; (($# >= 3)) || { echo "device-fuzz: run OUTDIR SECONDS TARGET=WORKERS ..." >&2; exit 2; }; run "$@" ;;
+  *) echo "usage: scripts/device-fuzz.sh pack [FUZZ_BUILD] | run OUTDIR SECONDS TARGET=WORKERS ..." >&2; exit 2 ;;
+esac
