@@ -4,7 +4,8 @@
 # UBSan); the other machine needs no compiler.
 #   bash scripts/device-fuzz.sh pack [FUZZ_BUILD]
 #       here: copies the targets, the seeds, the corpora so far and the non-system shared libraries
-#       they link into build/fuzz-carry (about 30 MiB; carry that path)
+#       they link into build/fuzz-carry and packs that into build/fuzz-carry.tar.xz (about
+#       10 MiB; carry that file: the tree itself, about 60 MiB, is near the carry limit)
 #   bash scripts/device-fuzz.sh run OUTDIR SECONDS TARGET=WORKERS ...
 #       there: runs every TARGET at once for SECONDS in libFuzzer's fork mode with WORKERS
 #       processes (scripts/fuzz.sh with TQREF_FUZZ_PREBUILT=1, so the triage by replay with the
@@ -27,17 +28,22 @@ pack() {
   ldd "$carry"/tests/fuzz/* | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$carry/lib/"; done
-  du -sh "$carry"
+  tar -C build -cJf "$carry.tar.xz" fuzz-carry
+  du -sh "$carry" "$carry.tar.xz"
 }
 
 run() {
   local out=$1 secs=$2 spec t j
   shift 2
   (($#)) || { echo "device-fuzz: run OUTDIR SECONDS TARGET=WORKERS ..." >&2; exit 2; }
-  [[ -d $carry/tests/fuzz ]] || { echo "device-fuzz: $carry missing: carry it from 'pack'" >&2; exit 2; }
+  [[ -d $carry/tests/fuzz || ! -f $carry.tar.xz ]] || tar -C build -xJf "$carry.tar.xz"
+  [[ -d $carry/tests/fuzz ]] || { echo "device-fuzz: $carry(.tar.xz) missing: carry it from 'pack'" >&2; exit 2; }
   mkdir -p "$out"
   export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TQREF_DATA_DIR="$PWD/data"
+  # one thread per fuzz process (the golden target runs the OpenMP model on every accepted case;
+  # a team of nproc threads per worker would oversubscribe the machine)
+  export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
   { nproc; lscpu | grep -E 'Model name|^CPU\(s\)'; git rev-parse HEAD 2>/dev/null; } > "$out/machine.txt"
   local pids=()
   for spec in "$@"; do

@@ -57,6 +57,16 @@ declare -A SEED_DIR=([fuzz_golden_reader]=golden [fuzz_isolated_reader]=golden [
 declare -A MAX_LEN=([fuzz_golden_reader]=262144 [fuzz_isolated_reader]=262144 [fuzz_trace_reader]=65536
                     [fuzz_ex2_profile]=262144 [fuzz_sweep_config]=4096)
 
+# Replays one saved input of target $1 with the isolation on; exit 0 there (the isolated pass
+# refused it cleanly) moves it to findings/contained.
+triage_one() {
+  local t=$1 f=$2 findings=$3
+  if TQREF_FUZZ_ISOLATE=1 LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" timeout 120 \
+       "$BUILD/tests/fuzz/$t" "$f" >"$f.replay.log" 2>&1; then
+    mv "$f" "$f.replay.log" "$findings/contained/"
+  fi
+}
+
 status=0
 for t in "${TARGETS[@]}"; do
   corpus="$BUILD/corpus/$t" findings="$BUILD/findings/$t"
@@ -87,14 +97,16 @@ for t in "${TARGETS[@]}"; do
   # it cleanly (contained); anything else is a finding in tqref.
   contained_hdf5=0
   if [[ "$t" != fuzz_sweep_config ]]; then
+    # Replays run side by side, one per CPU (a long campaign saves hundreds of inputs, and a
+    # libhdf5 hang takes the isolation's 10 s deadline to refuse).
+    mkdir -p "$findings/contained"
     for f in "$findings"/*; do
       [[ -f "$f" ]] || continue
-      if TQREF_FUZZ_ISOLATE=1 LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" timeout 120 \
-           "$BUILD/tests/fuzz/$t" "$f" >"$f.replay.log" 2>&1; then
-        mkdir -p "$findings/contained" && mv "$f" "$f.replay.log" "$findings/contained/"
-        contained_hdf5=$((contained_hdf5 + 1))
-      fi
+      while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n; done
+      triage_one "$t" "$f" "$findings" &
     done
+    wait
+    contained_hdf5=$(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
     saved=$(find "$findings" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
   fi
   # With -fork, libFuzzer exits non-zero when it saved anything; the triage above decides.
