@@ -52,8 +52,12 @@ run() {
       bash scripts/fuzz.sh "$secs" "$t" > "$out/$t.verdict" 2>&1 &
     pids+=($!)
   done
-  local status=0 p
+  # Watchdog: fuzzers still running 60 s after their time (libFuzzer's fork mode waits for its
+  # jobs) are stopped, so that fuzz.sh goes on to its triage and verdict.
+  (sleep $((secs + 60)); pkill -INT -f "$carry/tests/fuzz/"; sleep 15; pkill -KILL -f "$carry/tests/fuzz/") &
+  local wd=$! status=0 p
   for p in "${pids[@]}"; do wait "$p" || status=1; done
+  kill "$wd" 2>/dev/null
   for spec in "$@"; do
     t=${spec%=*}
     cp "$carry/$t.log" "$out/" 2>/dev/null
@@ -61,7 +65,17 @@ run() {
     cp -r "$carry/findings/$t" "$out/findings/" 2>/dev/null
     tar -C "$carry/corpus" -czf "$out/corpus/$t.tar.gz" "$t" 2>/dev/null
   done
-  cat "$out"/*.verdict | tee "$out/summary.txt"
+  : > "$out/summary.txt"
+  for spec in "$@"; do
+    t=${spec%=*}
+    if grep -q "^fuzz: $t" "$out/$t.verdict"; then
+      grep "^fuzz: $t" "$out/$t.verdict" >> "$out/summary.txt"
+    else
+      echo "fuzz: $t: no verdict; last status: $(grep -E '^#[0-9]+' "$out/$t.log" | tail -1)" >> "$out/summary.txt"
+      status=1
+    fi
+  done
+  cat "$out/summary.txt"
   return $status
 }
 

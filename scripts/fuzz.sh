@@ -100,13 +100,14 @@ for t in "${TARGETS[@]}"; do
     # Replays run side by side, one per CPU (a long campaign saves hundreds of inputs, and a
     # libhdf5 hang takes the isolation's 10 s deadline to refuse).
     mkdir -p "$findings/contained"
+    before=$(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
     for f in "$findings"/*; do
       [[ -f "$f" ]] || continue
       while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n; done
       triage_one "$t" "$f" "$findings" &
     done
     wait
-    contained_hdf5=$(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
+    contained_hdf5=$(($(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l) - before))
     saved=$(find "$findings" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
   fi
   # With -fork, libFuzzer exits non-zero when it saved anything; the triage above decides.
