@@ -44,7 +44,7 @@ run() {
   # one thread per fuzz process (the golden target runs the OpenMP model on every accepted case;
   # a team of nproc threads per worker would oversubscribe the machine)
   export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
-  { nproc; lscpu | grep -E 'Model name|^CPU\(s\)'; git rev-parse HEAD 2>/dev/null; } > "$out/machine.txt"
+  { getconf _NPROCESSORS_ONLN; lscpu | grep -E 'Model name|^CPU\(s\)'; } > "$out/machine.txt"
   local pids=()
   for spec in "$@"; do
     t=${spec%=*} j=${spec#*=}

@@ -103,7 +103,7 @@ for t in "${TARGETS[@]}"; do
     before=$(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
     for f in "$findings"/*; do
       [[ -f "$f" ]] || continue
-      while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n; done
+      while (($(jobs -rp | wc -l) >= $(getconf _NPROCESSORS_ONLN))); do wait -n; done
       triage_one "$t" "$f" "$findings" &
     done
     wait
