@@ -260,8 +260,8 @@ TQF_UNROLL
 }
 
 // Phase F: the softmax factors of the tile, every lane for its own position, for the HT heads.
-// m[h] (the same in every lane): the chain's running max before the tile; after it, the max
-// after the tile's last step. Writes ef of every position and eo of every step start to the
+// m (lane h for head h, one register): the chain's running max before the tile; after it, the
+// max after the tile's last step. Writes ef of every position and eo of every step start to the
 // warp's rows; use[h] bit j: head h uses position j (ef > THRESH).
 //
 // Why the bits are the reference order's. Its max after a step is a left fold of fmaxf over m
@@ -280,22 +280,24 @@ TQF_UNROLL
 // tile hold 0 but never reach a lane of the tile: P_j reads lanes <= j and e < t.n.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
 TQF_HD void phase_softmax(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, const float (&sc)[HT],
-                          float (&m)[HT], uint32_t (&use)[kMaxHT]) {
+                          float& m, uint32_t (&use)[kMaxHT]) {
   const uint32_t lane = c.lane, e = step_last(t, lane);
   const bool in = lane < t.n, start = in && ((t.smask >> lane) & 1u);
   float ef[kMaxHT] = {}, eo[kMaxHT] = {};
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) {
+    const float m0 = Ops::shfl_idx(m, h);  // lane h's m: read before lane h replaces it below
     float P = sc[h];
 TQF_UNROLL
     for (uint32_t d = 1; d < kWarpSize; d *= 2) P = Ops::fmax(P, Ops::shfl_up(P, d));
-    const float mn = Ops::fmax(m[h], Ops::shfl_idx(P, e));
+    const float mn = Ops::fmax(m0, Ops::shfl_idx(P, e));
     const float before = Ops::shfl_up(P, 1);  // P_{j-1}; lane 0's own value, unused
-    const float mb = lane == 0 ? m[h] : Ops::fmax(m[h], before);
+    const float mb = lane == 0 ? m0 : Ops::fmax(m0, before);
     if (in) ef[h] = c.ops.expf(Ops::sub(sc[h], mn));
     if (start) eo[h] = c.ops.expf(Ops::sub(mb, mn));
     use[h] = Ops::ballot(in && ef[h] > Ops::thresh());
-    m[h] = Ops::shfl_idx(mn, t.n - 1);  // t.n >= 1: the max after the tile's last step
+    const float m1 = Ops::shfl_idx(mn, t.n - 1);  // t.n >= 1: the max after the tile's last step
+    if (lane == h) m = m1;
   }
   const uint32_t row = c.warp * kRowStride<HT> + lane * HT;
   if (in) Ops::template sts_n<HT>(c.sm.r.ef + row, ef);
@@ -311,7 +313,6 @@ TQF_HD void phase_l(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, float& l) {
   const float* eo = c.sm.r.eo + row;
   const uint32_t n = kStd ? kRound : t.n;
   const uint32_t smask = kStd ? 0x11111111u : t.smask;
-TQF_UNROLL
   for (uint32_t j = 0; j < n; ++j) {
     if ((smask >> j) & 1u) l = Ops::mul(l, eo[j * HT]);
     l = Ops::add(l, ef[j * HT]);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
@@ -435,11 +436,11 @@ TQF_UNROLL
 }
 
 // The merge of docs/spec.md section 5 for all HT heads at once (warp w absorbs w + stride for
-// each head, stride 4, 2, 1), then warp 0 writes bf16(o * 1/l). m: chunk `warp`'s max of every
-// head (in every lane), l: lane h's l of head h.
+// each head, stride 4, 2, 1), then warp 0 writes bf16(o * 1/l). m, l: lane h's max and l of
+// head h in chunk `warp`.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
 TQF_HD void merge_and_store(const Ctx<Ops, F, kHdim, HT>& c, const float (&o)[HT][kHdim / kWarpSize],
-                            const float (&m)[HT], float l) {
+                            float m, float l) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
   const Args& a = c.a;
   typename Shared<kHdim>::MergeBufs& mg = c.sm.mg;
@@ -448,7 +449,7 @@ TQF_HD void merge_and_store(const Ctx<Ops, F, kHdim, HT>& c, const float (&o)[HT
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h)
     if (lane == h) {
-      mg.m[h][warp] = m[h];
+      mg.m[h][warp] = m;
       mg.l[h][warp] = l;
     }
 TQF_UNROLL
@@ -544,14 +545,12 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid, 
   rwalker_init(wk, cb, ce, c.B);
   RTile cur = next_rtile(wk, c.B);
   int32_t phys_cur = lane < cur.n ? Ops::load_i32(c.table + (cur.t0 + lane) / c.B) : 0;
-  float m[HT], l = 0.0f;  // chunk `warp`'s chains: m of every head in every lane, l of head lane
+  float m = -1e30f, l = 0.0f;  // chunk `warp`'s chain of head `lane` (lanes < HT)
   float o[HT][VEC];
 TQF_UNROLL
-  for (uint32_t h = 0; h < HT; ++h) {
-    m[h] = -1e30f;
+  for (uint32_t h = 0; h < HT; ++h)
 TQF_UNROLL
     for (uint32_t i = 0; i < VEC; ++i) o[h][i] = 0.0f;
-  }
   ops.sync_cta();  // q and the tables are in place
 
   while (cur.n > 0) {  // the chunk's tiles (the same in every lane of the warp)
