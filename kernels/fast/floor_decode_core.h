@@ -37,7 +37,9 @@ using fastdec::VPlace;
 inline constexpr uint32_t kRound = kWarpSize;       // positions per chunk and round (a lane each)
 inline constexpr uint32_t kChunks = kDecodeWarps;   // the reference order's 8 warp chunks
 inline constexpr uint32_t kMaxHT = 4;               // q heads per CTA at most
-inline constexpr uint32_t kGroup = 8;               // positions per V-load group in the o phase
+// Positions per V-load group in the o phase (two groups in flight): 4 at HT 4, where o of 4
+// heads and 2 x 8 positions of V bytes would not fit the 128 registers of 2 CTAs per SM.
+template <uint32_t HT> inline constexpr uint32_t kGroup = HT == 4 ? 4u : 8u;
 
 // Shared-memory row of one chunk (warp) in the factor buffers, [j][h]: lane j writes its HT
 // factors as one vector (16-byte aligned rows), lane h of the l recurrence reads j*HT + h, the
@@ -54,6 +56,13 @@ template <Format F> struct VTab {
 };
 inline constexpr uint32_t kVTabFloats = 1024;  // largest table: turbo2v, 256 entries of 4
 
+// A chunk's walk in rounds: p is the next position, end the chunk's end, blk_end the end of p's
+// cache block (64-bit: a block end may lie past 2^32 for huge block sizes).
+struct RWalker {
+  uint32_t p, end;
+  uint64_t blk_end;
+};
+
 // Shared memory of one CTA. The round buffers and the merge buffers are never live together
 // (a CTA barrier separates the last round of every warp from the merge).
 template <uint32_t kHdim> struct Shared {
@@ -69,17 +78,11 @@ template <uint32_t kHdim> struct Shared {
   alignas(16) float vtab[kVTabFloats];
   float fp8[256];                                // fp8 E4M3 byte -> f32 (exact)
   uint64_t vcode[kChunks][kRound], vscale[kChunks][kRound];  // byte offsets of j's V rows
+  RWalker walk[kChunks];  // chunk c's walk: here, not in 4 registers live across the score tree
   union {
     RoundBufs r;
     MergeBufs mg;
   };
-};
-
-// A chunk's walk in rounds: p is the next position, end the chunk's end, blk_end the end of p's
-// cache block (64-bit: a block end may lie past 2^32 for huge block sizes).
-struct RWalker {
-  uint32_t p, end;
-  uint64_t blk_end;
 };
 
 // One round's tile of a chunk: n positions from t0, whole steps; bit j of smask: a step starts
@@ -311,11 +314,17 @@ TQF_HD void phase_l(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, float& l) {
   const uint32_t row = c.warp * kRowStride<HT> + c.lane;
   const float* ef = c.sm.r.ef + row;
   const float* eo = c.sm.r.eo + row;
-  const uint32_t n = kStd ? kRound : t.n;
-  const uint32_t smask = kStd ? 0x11111111u : t.smask;
-  for (uint32_t j = 0; j < n; ++j) {
-    if ((smask >> j) & 1u) l = Ops::mul(l, eo[j * HT]);
-    l = Ops::add(l, ef[j * HT]);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
+  if constexpr (kStd) {
+TQF_UNROLL
+    for (uint32_t j = 0; j < kRound; ++j) {
+      if (j % 4 == 0) l = Ops::mul(l, eo[j * HT]);
+      l = Ops::add(l, ef[j * HT]);  // l*eo, then + ef[b] in order
+    }
+  } else {
+    for (uint32_t j = 0; j < t.n; ++j) {
+      if ((t.smask >> j) & 1u) l = Ops::mul(l, eo[j * HT]);
+      l = Ops::add(l, ef[j * HT]);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
+    }
   }
 }
 
@@ -395,7 +404,7 @@ TQF_UNROLL
   return u;
 }
 
-// Phase O of chunk `warp`: positions in order, V bytes of group g+1 (kGroup positions, only the
+// Phase O of chunk `warp`: positions in order, V bytes of group g+1 (kGroup<HT> positions, only the
 // used ones) loaded before group g is consumed. kStd: a full tile of 8 batches with every head
 // using every position (all masks constant).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStd>
@@ -403,27 +412,27 @@ TQF_HD void phase_o(const Ctx<Ops, F, kHdim, HT>& c, float (&o)[HT][kHdim / kWar
                     const RTile& t, const uint32_t (&use)[kMaxHT]) {
   const uint32_t n = kStd ? kRound : t.n;
   const uint32_t smask = kStd ? 0x11111111u : t.smask;
-  VRaw buf[2][kGroup];
-  auto load_group = [&](uint32_t g, VRaw (&b)[kGroup]) {
+  VRaw buf[2][kGroup<HT>];
+  auto load_group = [&](uint32_t g, VRaw (&b)[kGroup<HT>]) {
 TQF_UNROLL
-    for (uint32_t k = 0; k < kGroup; ++k) {
-      const uint32_t j = g * kGroup + k;
+    for (uint32_t k = 0; k < kGroup<HT>; ++k) {
+      const uint32_t j = g * kGroup<HT> + k;
       b[k] = VRaw{0, 0, 0};
       if (j < n && (kStd || use_of<HT>(use, j) != 0)) load_v_pos(c, j, b[k]);
     }
   };
-  auto run_group = [&](uint32_t g, const VRaw (&b)[kGroup]) {
+  auto run_group = [&](uint32_t g, const VRaw (&b)[kGroup<HT>]) {
 TQF_UNROLL
-    for (uint32_t k = 0; k < kGroup; ++k) {
-      const uint32_t j = g * kGroup + k;
+    for (uint32_t k = 0; k < kGroup<HT>; ++k) {
+      const uint32_t j = g * kGroup<HT> + k;
       if (j < n)
         o_pos<Ops, F, kHdim, HT, kStd>(c, o, j, (smask >> j) & 1u, kStd ? 0u : use_of<HT>(use, j),
                                        b[k]);
     }
   };
-  constexpr uint32_t kGroups = kRound / kGroup;
+  constexpr uint32_t kGroups = kRound / kGroup<HT>;
   static_assert(kGroups % 2 == 0, "groups are processed in pairs (two buffers)");
-  const uint32_t groups = (n + kGroup - 1) / kGroup;
+  const uint32_t groups = (n + kGroup<HT> - 1) / kGroup<HT>;
   if (groups > 0) load_group(0, buf[0]);
   for (uint32_t g = 0; g < groups; g += 2) {
     if (g + 1 < groups) load_group(g + 1, buf[1]);
@@ -520,6 +529,17 @@ TQF_HD void setup_shared(const Ctx<Ops, F, kHdim, HT>& c, uint32_t tid) {
   }
 }
 
+// The warp's next tile from its walk in shared memory (every lane reads the walk and computes
+// the same tile; lane 0 writes the advanced walk back after every lane has read it).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD RTile next_tile(const Ctx<Ops, F, kHdim, HT>& c) {
+  RWalker w = c.sm.walk[c.warp];
+  const RTile t = next_rtile(w, c.B);
+  c.ops.sync_warp();
+  if (c.lane == 0) c.sm.walk[c.warp] = w;
+  return t;
+}
+
 // One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread
 // calls this; control flow around syncs, shuffles and ballots is uniform per warp (a warp's
 // tiles are the same in all its lanes; the l lanes diverge only between two __syncwarp).
@@ -541,9 +561,9 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid, 
 
   uint32_t cb, ce;
   fastdec::chunk_range(a, L, warp, cb, ce);
-  RWalker wk;
-  rwalker_init(wk, cb, ce, c.B);
-  RTile cur = next_rtile(wk, c.B);
+  if (lane == 0) rwalker_init(sm.walk[warp], cb, ce, c.B);
+  ops.sync_warp();
+  RTile cur = next_tile(c);
   int32_t phys_cur = lane < cur.n ? Ops::load_i32(c.table + (cur.t0 + lane) / c.B) : 0;
   float m = -1e30f, l = 0.0f;  // chunk `warp`'s chain of head `lane` (lanes < HT)
   float o[HT][VEC];
@@ -556,7 +576,7 @@ TQF_UNROLL
   while (cur.n > 0) {  // the chunk's tiles (the same in every lane of the warp)
     float sc[HT];
     phase_scores(c, cur, phys_cur, sc);
-    const RTile nxt = next_rtile(wk, c.B);
+    const RTile nxt = next_tile(c);
     const int32_t phys_nxt = lane < nxt.n ? Ops::load_i32(c.table + (nxt.t0 + lane) / c.B) : 0;
     if (lane < nxt.n) {  // the next round's K row into L2 while this round's o phase runs
       const uint16_t* np = a.k_cache + ((static_cast<uint64_t>(static_cast<int64_t>(phys_nxt)) *
