@@ -5,11 +5,13 @@
 // heads-per-CTA (1, 2, 4) of a case is simulated.
 // Bugs this catches before any GPU run: a wrong round tile (a batch split between rounds, a
 // batch taken where the reference order takes singles, a block boundary missed inside a tile),
-// a butterfly tree evaluated in another association order or over the wrong lane groups, a
-// chain lane reading another chunk's or head's scores, a rescale applied at the wrong position,
-// a skip decision shared across heads, V offsets of the wrong position, a merge mixing heads or
-// chunks, a race between the phases (a missing barrier changes values under the simulation's
-// thread interleaving), and V bytes read for a position that every head of the CTA skips.
+// a butterfly tree evaluated in another association order or over the wrong lane groups, a max
+// scan that reads the wrong lanes (another step's end, a lane past the tile) or whose zero sign
+// reaches a factor, an l recurrence out of order, a rescale applied at the wrong position, a
+// skip decision shared across heads, V offsets of the wrong position, a merge mixing heads or
+// chunks, a race (a missing __syncwarp, or a warp entering the merge while another still uses
+// the round buffers, changes values under the simulation's thread interleaving), and V bytes
+// read for a position that every head of the CTA skips.
 #define BOOST_TEST_MODULE floor_decode_sim
 #include <boost/test/unit_test.hpp>
 
@@ -192,6 +194,18 @@ void check_case(const CaseSpec& c, bool expect_skips, float thresh = kSparseVThr
   BOOST_TEST(any_ht);
 }
 
+// K and V of one position (n elements each, Gaussian, sigma 1) from a generator seeded by
+// (seed, s, pos); returns the generator for the caller's further draws.
+std::mt19937_64 gauss_position(uint64_t seed, uint32_t s, uint32_t pos, uint32_t n, uint16_t* k,
+                               uint16_t* v) {
+  std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
+  for (uint32_t e = 0; e < n; ++e) {
+    k[e] = bf16_gauss(rng, 1.0f);
+    v[e] = bf16_gauss(rng, 1.0f);
+  }
+  return rng;
+}
+
 std::vector<int32_t> range_lens(int32_t lo, int32_t hi) {
   std::vector<int32_t> v;
   for (int32_t L = lo; L <= hi; ++L) v.push_back(L);
@@ -310,11 +324,7 @@ BOOST_AUTO_TEST_CASE(floor_non_finite) {
     c.seed = seed++;
     const uint32_t n = c.num_kv_heads * c.hdim;
     c.kv_gen = [n, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
-      std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
-      for (uint32_t e = 0; e < n; ++e) {
-        k[e] = bf16_gauss(rng, 1.0f);
-        v[e] = bf16_gauss(rng, 1.0f);
-      }
+      gauss_position(seed, s, pos, n, k, v);
       if (s == 0 && pos % 7 == 3) k[(pos * 5) % n] = 0x7F80;         // +Inf
       if (s == 0 && pos % 11 == 5) k[(pos * 3) % n] = 0xFF80;        // -Inf
       if (s == 1 && pos == 4) k[17] = 0x7FC1;                         // NaN
@@ -429,11 +439,7 @@ BOOST_AUTO_TEST_CASE(floor_signed_zero_maxima) {
     c.seed = seed++;
     const uint32_t n = c.num_kv_heads * c.hdim, hd = c.hdim;
     c.kv_gen = [n, hd, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
-      std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
-      for (uint32_t e = 0; e < n; ++e) {
-        k[e] = bf16_gauss(rng, 1.0f);
-        v[e] = bf16_gauss(rng, 1.0f);
-      }
+      std::mt19937_64 rng = gauss_position(seed, s, pos, n, k, v);
       for (uint32_t e = 0; e < n; e += hd) {
         const uint32_t r = uint32_t(rng() % 3);
         k[e] = r == 0 ? 0x9A80 : r == 1 ? 0x1A80 : 0x0000;  // -2^-74, +2^-74, +0
@@ -468,11 +474,7 @@ BOOST_AUTO_TEST_CASE(floor_non_finite_scores) {
     c.seed = seed++;
     const uint32_t n = c.num_kv_heads * c.hdim;
     c.kv_gen = [n, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
-      std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
-      for (uint32_t e = 0; e < n; ++e) {
-        k[e] = bf16_gauss(rng, 1.0f);
-        v[e] = bf16_gauss(rng, 1.0f);
-      }
+      gauss_position(seed, s, pos, n, k, v);
       uint16_t k0 = k[0];
       if (s == 0 && ((pos >= 40 && pos < 90) || pos % 38 == 3)) k0 = 0xFF80;  // -Inf
       if (s == 1 && pos == 120) k0 = 0x7F80;                                 // +Inf
