@@ -277,7 +277,7 @@ TQF_UNROLL
 // association. Every use of mn or of the max before a step (mb) is a difference x - mn or
 // mb - mn going into EXPF (here and in the merge, which only forms m - mn): with mn = +-0 and
 // x nonzero the difference is exactly x whatever the zero's sign, with x = +-0 it is +-0, and
-// EXPF(+0) = EXPF(-0) = 1 (EX2 of a zero or subnormal input is 1.0, docs/spec.md section 5), so
+// EXPF(+0) = EXPF(-0) = 1 (EX2 of -0, +0 and every subnormal is 1.0, docs/ex2.md), so
 // either zero gives the same bits. -inf scores are ordinary operands (the max is at least m0),
 // +inf ones make mn +inf in both orders (and inf - inf = NaN factors in both). Lanes past the
 // tile hold 0 but never reach a lane of the tile: P_j reads lanes <= j and e < t.n.
