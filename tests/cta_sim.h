@@ -1,6 +1,6 @@
 // Host simulation of one decode CTA (shared by test_fast_decode_sim and test_floor_decode_sim):
 // 256 host threads per CTA (one per GPU thread), barriers standing in for __syncwarp and
-// __syncthreads, an exchange array for the shuffles, EXPF from the measured sm_90 EX2 profile.
+// __syncthreads, an exchange array for the shuffles and ballots, EXPF from the measured sm_90 EX2 profile.
 // HostOps is the host Ops policy of kernels/fast/fast_decode_core.h and floor_decode_core.h.
 #pragma once
 #include <atomic>
@@ -43,7 +43,7 @@ inline thread_local uint32_t t_tid = 0;
 inline float g_thresh = kSparseVThreshold;
 
 // Host Ops: IEEE binary32 arithmetic (-ffp-contract=off), CUDA fmaxf semantics, the profile's
-// EXPF, shuffles through the exchange array between two warp barriers.
+// EXPF, shuffles and ballots through the exchange array between two warp barriers.
 struct HostOps {
   static float add(float a, float b) { return a + b; }
   static float sub(float a, float b) { return a - b; }
@@ -62,6 +62,19 @@ struct HostOps {
   }
   static float shfl_xor(float v, uint32_t off) { return exchange(v, (t_tid % 32) ^ off); }
   static float shfl_idx(float v, uint32_t src) { return exchange(v, src); }
+  static float shfl_up(float v, uint32_t d) {
+    const uint32_t lane = t_tid % 32;
+    return exchange(v, lane >= d ? lane - d : lane);
+  }
+  static uint32_t ballot(bool p) {
+    const uint32_t w = t_tid / 32;
+    t_cta->xchg[t_tid] = p ? 1.0f : 0.0f;
+    t_cta->warp[w]->arrive_and_wait();
+    uint32_t bits = 0;
+    for (uint32_t l = 0; l < 32; ++l) bits |= (t_cta->xchg[w * 32 + l] != 0.0f ? 1u : 0u) << l;
+    t_cta->warp[w]->arrive_and_wait();
+    return bits;
+  }
   void sync_warp() const { t_cta->warp[t_tid / 32]->arrive_and_wait(); }
   void sync_cta() const { t_cta->cta.arrive_and_wait(); }
   void atomic_add(unsigned long long* p, unsigned long long v) const {

@@ -5,11 +5,13 @@
 // heads-per-CTA (1, 2, 4) of a case is simulated.
 // Bugs this catches before any GPU run: a wrong round tile (a batch split between rounds, a
 // batch taken where the reference order takes singles, a block boundary missed inside a tile),
-// a butterfly tree evaluated in another association order or over the wrong lane groups, a
-// chain lane reading another chunk's or head's scores, a rescale applied at the wrong position,
-// a skip decision shared across heads, V offsets of the wrong position, a merge mixing heads or
-// chunks, a race between the phases (a missing barrier changes values under the simulation's
-// thread interleaving), and V bytes read for a position that every head of the CTA skips.
+// a butterfly tree evaluated in another association order or over the wrong lane groups, a max
+// scan that reads the wrong lanes (another step's end, a lane past the tile) or whose zero sign
+// reaches a factor, an l recurrence out of order, a rescale applied at the wrong position, a
+// skip decision shared across heads, V offsets of the wrong position, a merge mixing heads or
+// chunks, a race (a missing __syncwarp, or a warp entering the merge while another still uses
+// the round buffers, changes values under the simulation's thread interleaving), and V bytes
+// read for a position that every head of the CTA skips.
 #define BOOST_TEST_MODULE floor_decode_sim
 #include <boost/test/unit_test.hpp>
 
@@ -192,6 +194,18 @@ void check_case(const CaseSpec& c, bool expect_skips, float thresh = kSparseVThr
   BOOST_TEST(any_ht);
 }
 
+// K and V of one position (n elements each, Gaussian, sigma 1) from a generator seeded by
+// (seed, s, pos); returns the generator for the caller's further draws.
+std::mt19937_64 gauss_position(uint64_t seed, uint32_t s, uint32_t pos, uint32_t n, uint16_t* k,
+                               uint16_t* v) {
+  std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
+  for (uint32_t e = 0; e < n; ++e) {
+    k[e] = bf16_gauss(rng, 1.0f);
+    v[e] = bf16_gauss(rng, 1.0f);
+  }
+  return rng;
+}
+
 std::vector<int32_t> range_lens(int32_t lo, int32_t hi) {
   std::vector<int32_t> v;
   for (int32_t L = lo; L <= hi; ++L) v.push_back(L);
@@ -310,11 +324,7 @@ BOOST_AUTO_TEST_CASE(floor_non_finite) {
     c.seed = seed++;
     const uint32_t n = c.num_kv_heads * c.hdim;
     c.kv_gen = [n, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
-      std::mt19937_64 rng(seed * 1000 + s * 131 + pos);
-      for (uint32_t e = 0; e < n; ++e) {
-        k[e] = bf16_gauss(rng, 1.0f);
-        v[e] = bf16_gauss(rng, 1.0f);
-      }
+      gauss_position(seed, s, pos, n, k, v);
       if (s == 0 && pos % 7 == 3) k[(pos * 5) % n] = 0x7F80;         // +Inf
       if (s == 0 && pos % 11 == 5) k[(pos * 3) % n] = 0xFF80;        // -Inf
       if (s == 1 && pos == 4) k[17] = 0x7FC1;                         // NaN
@@ -399,4 +409,103 @@ BOOST_AUTO_TEST_CASE(floor_round_tiles) {
           BOOST_TEST(next == end);
         }
       }
+}
+
+// Design 2 (warp-local rounds) computes the running max by a warp scan of fmaxf, an association
+// other than the reference order's left fold; phase_softmax argues that only the sign of a zero
+// maximum can differ and that no use of the max sees that sign. This checks the argument's
+// premise, EXPF(+0) == EXPF(-0) bit for bit (a profile where they differed would make a scan
+// with another zero sign give other factors).
+BOOST_AUTO_TEST_CASE(floor_expf_of_signed_zeros) {
+  BOOST_TEST(f32_bits(ex2().expf(0.0f)) == f32_bits(ex2().expf(-0.0f)));
+  BOOST_TEST(f32_bits(ex2().expf(0.0f)) == 0x3F800000u);
+}
+
+// Signed-zero maxima: q is 2^-75 in dim 0 and 0 elsewhere, K's dim 0 is +-2^-74 or 0 by
+// position, so every score is f32(+-2^-149 * inv_sqrt_d) = -0 or +0 in a pseudo-random pattern
+// (the other dims' products are zeros, and 0 + -0 = +0 keeps those partials +0). Every running
+// max is then a zero whose sign depends on the association of fmaxf; a use of the max that saw
+// the sign (s - mn with s = -0 gives -0 or +0) would change a factor if EXPF distinguished the
+// zeros, and the skip bits, o or l would differ from the model's.
+BOOST_AUTO_TEST_CASE(floor_signed_zero_maxima) {
+  uint64_t seed = 141;
+  for (Format f : {Format::turbo3v, Format::turbo4v}) {
+    CaseSpec c;
+    c.format = f;
+    c.num_q_heads = 8;
+    c.num_kv_heads = 2;
+    c.block_size = 16;
+    c.lens = {1, 7, 40, 263};
+    c.seed = seed++;
+    const uint32_t n = c.num_kv_heads * c.hdim, hd = c.hdim;
+    c.kv_gen = [n, hd, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
+      std::mt19937_64 rng = gauss_position(seed, s, pos, n, k, v);
+      for (uint32_t e = 0; e < n; e += hd) {
+        const uint32_t r = uint32_t(rng() % 3);
+        k[e] = r == 0 ? 0x9A80 : r == 1 ? 0x1A80 : 0x0000;  // -2^-74, +2^-74, +0
+      }
+    };
+    check_case(c, false, kSparseVThreshold, true, [](DecodeCase& dc) {
+      for (uint32_t s = 0; s < dc.p.num_seqs; ++s)
+        for (uint32_t h = 0; h < dc.p.num_q_heads; ++h)
+          for (uint32_t d = 0; d < dc.p.head_dim; ++d)
+            dc.q[s * dc.p.q_stride + h * dc.p.head_dim + d] = d == 0 ? 0x1A00 : 0x0000;
+    });
+  }
+}
+
+// Non-finite scores placed where the scan and the per-lane factors could get them wrong (dim 0
+// of K is +-Inf or NaN, q's dim 0 is 1, so the score is +-Inf or NaN): sequence 0, runs of -Inf
+// scores longer than a tile (a step whose max is the max before it, factors 0, every head
+// skipping); sequence 1, one +Inf score (mn = +Inf: NaN factors from inf - inf for the rest of
+// the chunk, NaN l); sequence 2, runs of NaN scores (fmaxf ignores them: the max stays that of
+// the scores before, NaN factors that are skipped but still poison o through ef * 0); sequence
+// 3, NaN at the first position of every chunk (the scan's first operand NaN, the max before the
+// tile the initial -1e30). A +Inf factor cannot occur (s - mn <= 0 and mb - mn <= 0 or NaN).
+BOOST_AUTO_TEST_CASE(floor_non_finite_scores) {
+  uint64_t seed = 161;
+  for (Format f : {Format::turbo2v, Format::turbo3v}) {
+    CaseSpec c;
+    c.format = f;
+    c.num_q_heads = 4;
+    c.num_kv_heads = 1;
+    c.block_size = 16;
+    c.lens = {300, 300, 300, 300};
+    c.seed = seed++;
+    const uint32_t n = c.num_kv_heads * c.hdim;
+    c.kv_gen = [n, seed](uint32_t s, uint32_t pos, uint16_t* k, uint16_t* v) {
+      gauss_position(seed, s, pos, n, k, v);
+      uint16_t k0 = k[0];
+      if (s == 0 && ((pos >= 40 && pos < 90) || pos % 38 == 3)) k0 = 0xFF80;  // -Inf
+      if (s == 1 && pos == 120) k0 = 0x7F80;                                 // +Inf
+      if (s == 2 && ((pos >= 200 && pos < 237) || pos % 17 == 0)) k0 = 0x7FC0;  // NaN
+      if (s == 3 && pos % 38 == 0) k0 = 0x7FC0;  // chunks of 300 / 8 = 38 positions (rounded up)
+      k[0] = k0;
+    };
+    check_case(c, false, kSparseVThreshold, false, [](DecodeCase& dc) {
+      for (uint32_t s = 0; s < dc.p.num_seqs; ++s)
+        for (uint32_t h = 0; h < dc.p.num_q_heads; ++h)
+          dc.q[s * dc.p.q_stride + h * dc.p.head_dim] = 0x3F80;  // 1.0
+    });
+  }
+}
+
+// Block sizes 1..64 with odd lengths (tiles that end mid-round at a block boundary or where a
+// batch no longer fits, chunks of unequal length so that some warps finish their rounds before
+// others and wait only at the merge, a last tile shorter than a round, steps spanning lanes
+// whose step_last differs) and frequent skips (q_sigma 6: tiles where every head skips every
+// position, ballots of 0 next to full ones).
+BOOST_AUTO_TEST_CASE(floor_block_sizes_1_to_64) {
+  const Format fs[] = {Format::turbo2v, Format::turbo3v, Format::turbo4v};
+  for (uint32_t B = 1; B <= 64; ++B) {
+    CaseSpec c;
+    c.format = fs[B % 3];
+    c.num_q_heads = 4;
+    c.num_kv_heads = 1;
+    c.block_size = B;
+    c.lens = {int32_t(257 + 2 * (B % 5)), int32_t(B % 2 ? 35 : 69)};
+    c.q_sigma = 6.0f;
+    c.seed = 200 + B;
+    check_case(c, true);
+  }
 }

@@ -19,7 +19,8 @@ foreach(bad "fma\\.[a-z.]*f32" "(div|rcp|sqrt)\\.approx" "(add|sub|mul|div|sqrt|
   endif()
 endforeach()
 if(MODULE MATCHES "^decode_floor")
-  # the floor decoders evaluate the butterfly tree in one thread: no shuffles
+  # the floor decoders evaluate the butterfly tree in one thread: no butterfly shuffles (their
+  # shuffles are the max scan's, shfl.sync.up and .idx)
   set(required "ex2\\.approx\\.ftz\\.f32" "cvt\\.rn\\.f16x2\\.e4m3x2" "cvt\\.rn\\.bf16\\.f32"
       "div\\.rn\\.f32")
 elseif(MODULE MATCHES "^decode")

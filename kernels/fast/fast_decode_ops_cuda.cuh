@@ -24,6 +24,14 @@ struct CudaOps {
   static __device__ __forceinline__ float shfl_idx(float v, uint32_t src) {
     return __shfl_sync(0xFFFFFFFFu, v, src);
   }
+  // v of lane - d (a lane below d keeps its own v): the floor kernels' max scan.
+  static __device__ __forceinline__ float shfl_up(float v, uint32_t d) {
+    return __shfl_up_sync(0xFFFFFFFFu, v, d);
+  }
+  // Bit l: the predicate of lane l (the floor kernels' skip bits).
+  static __device__ __forceinline__ uint32_t ballot(bool p) {
+    return __ballot_sync(0xFFFFFFFFu, p);
+  }
   __device__ __forceinline__ void sync_warp() const { __syncwarp(); }
   __device__ __forceinline__ void sync_cta() const { __syncthreads(); }
   __device__ __forceinline__ void atomic_add(unsigned long long* p, unsigned long long v) const {

@@ -4,23 +4,26 @@
 // (q head, warp chunk): the 8-chunk partition, batches of 4 inside a cache block then singles,
 // the per-lane pairwise partial sums, the 16,8,4,2,1 butterfly tree, the skip decision, the
 // stride-4/2/1 merge. What differs is which thread computes what:
-//  - rounds: in each round every chunk c advances by a tile of at most kRound positions made of
-//    whole steps (a step = one batch of 4 or one single; never split between rounds);
-//  - scores: thread (warp c, lane j) computes the scores of position j of chunk c's tile for all
-//    HT heads, each by evaluating the whole butterfly tree itself: the 32 lane partials of the
-//    reference order (lane-group g = dims g*VEC .. g*VEC+VEC-1, pairwise, in dim order) combined
-//    as the butterfly combines them. The butterfly is a fixed tree (after step `off` lane l holds
+//  - warp-local rounds: warp c owns chunk c for the whole run and advances by tiles of at most
+//    kRound positions made of whole steps (a step = one batch of 4 or one single; never split
+//    between tiles); it waits for no other warp until the merge (only __syncwarp);
+//  - scores: lane j computes the scores of position j of the tile for all HT heads, each by
+//    evaluating the whole butterfly tree itself: the 32 lane partials of the reference order
+//    (lane-group g = dims g*VEC .. g*VEC+VEC-1, pairwise, in dim order) combined as the
+//    butterfly combines them. The butterfly is a fixed tree (after step `off` lane l holds
 //    x(l) + x(l xor off), the same two values in every lane, and an IEEE sum is commutative), so
 //    one thread evaluating that tree gets the bits every lane gets; no shuffles. The bf16 -> f32
 //    conversion of a K element is done once for the HT heads;
-//  - softmax chains: lane c*HT + h of warp 0 carries the chain (m, l) of head h in chunk c, i.e.
-//    the 8*HT chains of the CTA run side by side in one warp instead of every lane repeating one;
-//    it writes the factors ef (every position) and eo (step starts) to shared memory;
+//  - softmax: the running max after every step by a warp prefix scan of fmaxf (phase_softmax
+//    says why its value is the reference order's), then every lane computes its own position's
+//    factor ef and, at a step start, eo (one EXPF each, in parallel), the skip bits by a ballot;
+//    l, a sequential IEEE recurrence, is carried by lane h for head h over the warp's own
+//    shared-memory factor row;
 //  - o: warp c keeps o of chunk c for the HT heads (lane l: dims l*VEC ..), rescaled once per
 //    step, with the position's V row dequantised once for the HT heads (a table of P codebook
 //    values per P packed codes: one shared-memory load per P dims).
 // This header is plain C++ templated on an Ops policy (fast_decode_ops_cuda.cuh on the GPU, the
-// host policy of tests/test_floor_decode_sim.cpp in a simulation of one CTA with 256 threads).
+// host policy of tests/cta_sim.h in a simulation of one CTA with 256 threads).
 #pragma once
 #include <cstdint>
 
@@ -34,12 +37,14 @@ using fastdec::VPlace;
 inline constexpr uint32_t kRound = kWarpSize;       // positions per chunk and round (a lane each)
 inline constexpr uint32_t kChunks = kDecodeWarps;   // the reference order's 8 warp chunks
 inline constexpr uint32_t kMaxHT = 4;               // q heads per CTA at most
-inline constexpr uint32_t kGroup = 8;               // positions per V-load group in the o phase
+// Positions per V-load group in the o phase (two groups in flight): 4 at HT 4, where o of 4
+// heads and 2 x 8 positions of V bytes would not fit the 128 registers of 2 CTAs per SM.
+template <uint32_t HT> inline constexpr uint32_t kGroup = HT == 4 ? 4u : 8u;
 
-// Shared-memory row of one chunk in the score/factor buffers: 33*HT floats, so that the chain
-// lanes (lane c*HT + h reads element j*HT + h of row c) hit 8*HT different banks, and a row
-// stays 16-byte aligned for the HT-wide vector accesses.
-template <uint32_t HT> inline constexpr uint32_t kRowStride = (kRound + 1) * HT;
+// Shared-memory row of one chunk (warp) in the factor buffers, [j][h]: lane j writes its HT
+// factors as one vector (16-byte aligned rows), lane h of the l recurrence reads j*HT + h, the
+// o phase reads a position's HT factors as a broadcast.
+template <uint32_t HT> inline constexpr uint32_t kRowStride = kRound * HT;
 
 // The dequantisation table: entry t holds fp16(CB) of the P codes packed in the P*b bits t
 // (P*b <= 8, so that a table has at most 256 entries): turbo2v 4 codes, turbo3v and turbo4v 2.
@@ -51,11 +56,18 @@ template <Format F> struct VTab {
 };
 inline constexpr uint32_t kVTabFloats = 1024;  // largest table: turbo2v, 256 entries of 4
 
-// Shared memory of one CTA. The round buffers and the merge buffers are never live together.
+// A chunk's walk in rounds: p is the next position, end the chunk's end, blk_end the end of p's
+// cache block (64-bit: a block end may lie past 2^32 for huge block sizes).
+struct RWalker {
+  uint32_t p, end;
+  uint64_t blk_end;
+};
+
+// Shared memory of one CTA. The round buffers and the merge buffers are never live together
+// (a CTA barrier separates the last round of every warp from the merge).
 template <uint32_t kHdim> struct Shared {
   struct RoundBufs {
     alignas(16) float q[kHdim * kMaxHT];               // [d/4][h][4]: q of the HT heads as f32
-    alignas(16) float sc[kChunks * kRowStride<kMaxHT>];  // scores of the round, [c][j][h]
     alignas(16) float ef[kChunks * kRowStride<kMaxHT>];  // factors, [c][j][h]
     alignas(16) float eo[kChunks * kRowStride<kMaxHT>];  // rescale factor of the step at j
   };
@@ -65,20 +77,12 @@ template <uint32_t kHdim> struct Shared {
   };
   alignas(16) float vtab[kVTabFloats];
   float fp8[256];                                // fp8 E4M3 byte -> f32 (exact)
-  uint32_t tile_n[kChunks], tile_start[kChunks], tile_batch[kChunks];  // this round's tiles
-  uint32_t use[kChunks][kMaxHT];                 // bit j: head h uses position j (ef > THRESH)
   uint64_t vcode[kChunks][kRound], vscale[kChunks][kRound];  // byte offsets of j's V rows
+  RWalker walk[kChunks];  // chunk c's walk: here, not in 4 registers live across the score tree
   union {
     RoundBufs r;
     MergeBufs mg;
   };
-};
-
-// A chunk's walk in rounds: p is the next position, end the chunk's end, blk_end the end of p's
-// cache block (64-bit: a block end may lie past 2^32 for huge block sizes).
-struct RWalker {
-  uint32_t p, end;
-  uint64_t blk_end;
 };
 
 // One round's tile of a chunk: n positions from t0, whole steps; bit j of smask: a step starts
@@ -224,17 +228,15 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct Ctx {
   VPlace<F, VEC> vp;
 };
 
-// Phase S: this lane's position (j = lane) of chunk `warp`'s tile: its V row offsets for the o
-// phase, and the scores of the HT heads into sm.r.sc. phys: the position's physical block
-// (loaded a round ahead).
+// Phase S: this lane's position (j = lane) of the warp's tile: its V row offsets for the o
+// phase, and the scores of the HT heads (sc; left 0 in lanes past the tile). phys: the
+// position's physical block (loaded a round ahead).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
-TQF_HD void phase_scores(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, int32_t phys) {
+TQF_HD void phase_scores(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, int32_t phys,
+                         float (&sc)[HT]) {
   const Args& a = c.a;
-  if (c.lane == 0) {
-    c.sm.tile_n[c.warp] = t.n;
-    c.sm.tile_start[c.warp] = t.smask;
-    c.sm.tile_batch[c.warp] = t.bmask;
-  }
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h) sc[h] = 0.0f;
   if (c.lane >= t.n) return;
   const uint32_t p = t.t0 + c.lane, slot = p % c.B;
   const uint64_t blk = static_cast<uint64_t>(static_cast<int64_t>(phys));
@@ -246,45 +248,84 @@ TQF_HD void phase_scores(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, int32_
       a.k_cache + ((blk * c.B + slot) * a.num_kv_heads + c.kvh) * a.head_dim;
   float s[HT];
   score_tree<Ops, kHdim, HT>(c.sm.r.q, krow, c.k_aligned, s);
-  float sc[kMaxHT] = {};
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) sc[h] = Ops::mul(s[h], a.inv_sqrt_d);
-  Ops::template sts_n<HT>(c.sm.r.sc + c.warp * kRowStride<HT> + c.lane * HT, sc);
 }
 
-// Phase C: the softmax chain of head h in chunk ch (lane ch*HT + h of warp 0) over the round's
-// tile, exactly the reference-order batch/single updates; factors to sm.r.ef / sm.r.eo, the
-// skip decisions to sm.use.
+// The last position of lane j's step in tile t (j itself for a single, the batch start + 3 in a
+// batch; batches never overlap, so at most one k matches).
+TQF_HD uint32_t step_last(const RTile& t, uint32_t j) {
+  uint32_t e = j;
+TQF_UNROLL
+  for (uint32_t k = 0; k < 4; ++k)
+    if (j >= k && ((t.bmask >> (j - k)) & 1u)) e = j - k + 3;
+  return e;
+}
+
+// Phase F: the softmax factors of the tile, every lane for its own position, for the HT heads.
+// m (lane h for head h, one register): the chain's running max before the tile; after it, the
+// max after the tile's last step. Writes ef of every position and eo of every step start to the
+// warp's rows; use[h] bit j: head h uses position j (ef > THRESH).
+//
+// Why the bits are the reference order's. Its max after a step is a left fold of fmaxf over m
+// and the step's scores, so after step k it is fmaxf folded over {m0 = -1e30, every score up to
+// step k's last position}. fmaxf returns the other operand for one NaN operand and is an exact
+// max otherwise, so any association of it over a set returns the same value except possibly
+// the sign of a zero (fmaxf(-0, +0) may return either): the non-NaN maximum of the set, never
+// NaN here because m0 is not. The inclusive warp scan P_j = fmaxf over the scores of lanes
+// 0..j (shuffles), then mn = fmaxf(m, P_e) with e the step's last position, is such an
+// association. Every use of mn or of the max before a step (mb) is a difference x - mn or
+// mb - mn going into EXPF (here and in the merge, which only forms m - mn): with mn = +-0 and
+// x nonzero the difference is exactly x whatever the zero's sign, with x = +-0 it is +-0, and
+// EXPF(+0) = EXPF(-0) = 1 (EX2 of -0, +0 and every subnormal is 1.0, docs/ex2.md), so
+// either zero gives the same bits. -inf scores are ordinary operands (the max is at least m0),
+// +inf ones make mn +inf in both orders (and inf - inf = NaN factors in both). Lanes past the
+// tile hold 0 but never reach a lane of the tile: P_j reads lanes <= j and e < t.n.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
-TQF_HD void phase_chain(const Ctx<Ops, F, kHdim, HT>& c, uint32_t ch, uint32_t h, float& m,
-                        float& l) {
-  Shared<kHdim>& sm = c.sm;
-  const uint32_t n = sm.tile_n[ch], smask = sm.tile_start[ch], bmask = sm.tile_batch[ch];
-  const float* sc = sm.r.sc + ch * kRowStride<HT> + h;
-  float* ef_out = sm.r.ef + ch * kRowStride<HT> + h;
-  float* eo_out = sm.r.eo + ch * kRowStride<HT> + h;
-  uint32_t use = 0;
-  float mn = m;
-  for (uint32_t j = 0; j < n; ++j) {
-    const float s = sc[j * HT];
-    if ((smask >> j) & 1u) {
-      mn = Ops::fmax(m, s);
-      if ((bmask >> j) & 1u) {
-        mn = Ops::fmax(mn, sc[(j + 1) * HT]);
-        mn = Ops::fmax(mn, sc[(j + 2) * HT]);
-        mn = Ops::fmax(mn, sc[(j + 3) * HT]);
-      }
-      const float eo = c.ops.expf(Ops::sub(m, mn));
-      l = Ops::mul(l, eo);
-      eo_out[j * HT] = eo;
-      m = mn;
-    }
-    const float ef = c.ops.expf(Ops::sub(s, mn));
-    l = Ops::add(l, ef);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
-    ef_out[j * HT] = ef;
-    use |= (ef > Ops::thresh() ? 1u : 0u) << j;
+TQF_HD void phase_softmax(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, const float (&sc)[HT],
+                          float& m, uint32_t (&use)[kMaxHT]) {
+  const uint32_t lane = c.lane, e = step_last(t, lane);
+  const bool in = lane < t.n, start = in && ((t.smask >> lane) & 1u);
+  float ef[kMaxHT] = {}, eo[kMaxHT] = {};
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h) {
+    const float m0 = Ops::shfl_idx(m, h);  // lane h's m: read before lane h replaces it below
+    float P = sc[h];
+TQF_UNROLL
+    for (uint32_t d = 1; d < kWarpSize; d *= 2) P = Ops::fmax(P, Ops::shfl_up(P, d));
+    const float mn = Ops::fmax(m0, Ops::shfl_idx(P, e));
+    const float before = Ops::shfl_up(P, 1);  // P_{j-1}; lane 0's own value, unused
+    const float mb = lane == 0 ? m0 : Ops::fmax(m0, before);
+    if (in) ef[h] = c.ops.expf(Ops::sub(sc[h], mn));
+    if (start) eo[h] = c.ops.expf(Ops::sub(mb, mn));
+    use[h] = Ops::ballot(in && ef[h] > Ops::thresh());
+    const float m1 = Ops::shfl_idx(mn, t.n - 1);  // t.n >= 1: the max after the tile's last step
+    if (lane == h) m = m1;
   }
-  sm.use[ch][h] = use;
+  const uint32_t row = c.warp * kRowStride<HT> + lane * HT;
+  if (in) Ops::template sts_n<HT>(c.sm.r.ef + row, ef);
+  if (start) Ops::template sts_n<HT>(c.sm.r.eo + row, eo);
+}
+
+// Phase L: lane h's l of head h over the tile in the reference order (l*eo at a step start,
+// then + ef per position), from the warp's factor rows. kStd: a tile of 8 batches.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStd>
+TQF_HD void phase_l(const Ctx<Ops, F, kHdim, HT>& c, const RTile& t, float& l) {
+  const uint32_t row = c.warp * kRowStride<HT> + c.lane;
+  const float* ef = c.sm.r.ef + row;
+  const float* eo = c.sm.r.eo + row;
+  if constexpr (kStd) {
+TQF_UNROLL
+    for (uint32_t j = 0; j < kRound; ++j) {
+      if (j % 4 == 0) l = Ops::mul(l, eo[j * HT]);
+      l = Ops::add(l, ef[j * HT]);  // l*eo, then + ef[b] in order
+    }
+  } else {
+    for (uint32_t j = 0; j < t.n; ++j) {
+      if ((t.smask >> j) & 1u) l = Ops::mul(l, eo[j * HT]);
+      l = Ops::add(l, ef[j * HT]);  // batch: l*eo then + ef[b] in order; single: f32(l*eo) + en
+    }
+  }
 }
 
 // V bytes of one position (this lane's codes and scale byte), loaded before use.
@@ -363,7 +404,7 @@ TQF_UNROLL
   return u;
 }
 
-// Phase O of chunk `warp`: positions in order, V bytes of group g+1 (kGroup positions, only the
+// Phase O of chunk `warp`: positions in order, V bytes of group g+1 (kGroup<HT> positions, only the
 // used ones) loaded before group g is consumed. kStd: a full tile of 8 batches with every head
 // using every position (all masks constant).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStd>
@@ -371,27 +412,27 @@ TQF_HD void phase_o(const Ctx<Ops, F, kHdim, HT>& c, float (&o)[HT][kHdim / kWar
                     const RTile& t, const uint32_t (&use)[kMaxHT]) {
   const uint32_t n = kStd ? kRound : t.n;
   const uint32_t smask = kStd ? 0x11111111u : t.smask;
-  VRaw buf[2][kGroup];
-  auto load_group = [&](uint32_t g, VRaw (&b)[kGroup]) {
+  VRaw buf[2][kGroup<HT>];
+  auto load_group = [&](uint32_t g, VRaw (&b)[kGroup<HT>]) {
 TQF_UNROLL
-    for (uint32_t k = 0; k < kGroup; ++k) {
-      const uint32_t j = g * kGroup + k;
+    for (uint32_t k = 0; k < kGroup<HT>; ++k) {
+      const uint32_t j = g * kGroup<HT> + k;
       b[k] = VRaw{0, 0, 0};
       if (j < n && (kStd || use_of<HT>(use, j) != 0)) load_v_pos(c, j, b[k]);
     }
   };
-  auto run_group = [&](uint32_t g, const VRaw (&b)[kGroup]) {
+  auto run_group = [&](uint32_t g, const VRaw (&b)[kGroup<HT>]) {
 TQF_UNROLL
-    for (uint32_t k = 0; k < kGroup; ++k) {
-      const uint32_t j = g * kGroup + k;
+    for (uint32_t k = 0; k < kGroup<HT>; ++k) {
+      const uint32_t j = g * kGroup<HT> + k;
       if (j < n)
         o_pos<Ops, F, kHdim, HT, kStd>(c, o, j, (smask >> j) & 1u, kStd ? 0u : use_of<HT>(use, j),
                                        b[k]);
     }
   };
-  constexpr uint32_t kGroups = kRound / kGroup;
+  constexpr uint32_t kGroups = kRound / kGroup<HT>;
   static_assert(kGroups % 2 == 0, "groups are processed in pairs (two buffers)");
-  const uint32_t groups = (n + kGroup - 1) / kGroup;
+  const uint32_t groups = (n + kGroup<HT> - 1) / kGroup<HT>;
   if (groups > 0) load_group(0, buf[0]);
   for (uint32_t g = 0; g < groups; g += 2) {
     if (g + 1 < groups) load_group(g + 1, buf[1]);
@@ -404,7 +445,8 @@ TQF_UNROLL
 }
 
 // The merge of docs/spec.md section 5 for all HT heads at once (warp w absorbs w + stride for
-// each head, stride 4, 2, 1), then warp 0 writes bf16(o * 1/l).
+// each head, stride 4, 2, 1), then warp 0 writes bf16(o * 1/l). m, l: lane h's max and l of
+// head h in chunk `warp`.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
 TQF_HD void merge_and_store(const Ctx<Ops, F, kHdim, HT>& c, const float (&o)[HT][kHdim / kWarpSize],
                             float m, float l) {
@@ -412,10 +454,13 @@ TQF_HD void merge_and_store(const Ctx<Ops, F, kHdim, HT>& c, const float (&o)[HT
   const Args& a = c.a;
   typename Shared<kHdim>::MergeBufs& mg = c.sm.mg;
   const uint32_t warp = c.warp, lane = c.lane;
-  if (warp == 0 && lane < kChunks * HT) {
-    mg.m[lane % HT][lane / HT] = m;
-    mg.l[lane % HT][lane / HT] = l;
-  }
+  c.ops.sync_cta();  // every warp is past its last round: the merge buffers overlap the rounds'
+TQF_UNROLL
+  for (uint32_t h = 0; h < HT; ++h)
+    if (lane == h) {
+      mg.m[h][warp] = m;
+      mg.l[h][warp] = l;
+    }
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h)
 TQF_UNROLL
@@ -484,9 +529,21 @@ TQF_HD void setup_shared(const Ctx<Ops, F, kHdim, HT>& c, uint32_t tid) {
   }
 }
 
+// The warp's next tile from its walk in shared memory (every lane reads the walk and computes
+// the same tile; lane 0 writes the advanced walk back after every lane has read it).
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD RTile next_tile(const Ctx<Ops, F, kHdim, HT>& c) {
+  RWalker w = c.sm.walk[c.warp];
+  const RTile t = next_rtile(w, c.B);
+  c.ops.sync_warp();
+  if (c.lane == 0) c.sm.walk[c.warp] = w;
+  return t;
+}
+
 // One CTA: HT heads qh0 .. qh0+HT-1 of sequence `seq`, thread `tid` (0..255). Every thread
-// calls this; control flow around syncs and shuffles is uniform per warp (the chain lanes of
-// warp 0 diverge only between two syncs).
+// calls this; control flow around syncs, shuffles and ballots is uniform per warp (a warp's
+// tiles are the same in all its lanes; the l lanes diverge only between two __syncwarp).
+// Warp c runs chunk c's rounds alone; the CTA meets again only for the merge.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
 TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid, Shared<kHdim>& sm,
                        Ops& ops) {
@@ -502,15 +559,13 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid, 
                                  fastdec::v_place<Ops, F, VEC>(a, kvh, lane)};
   setup_shared(c, tid);
 
-  // Chunk `warp` for the scores and o; chunk lane / HT, head lane % HT for the chain lanes.
   uint32_t cb, ce;
   fastdec::chunk_range(a, L, warp, cb, ce);
-  RWalker wk;
-  rwalker_init(wk, cb, ce, c.B);
-  RTile cur = next_rtile(wk, c.B);
+  if (lane == 0) rwalker_init(sm.walk[warp], cb, ce, c.B);
+  ops.sync_warp();
+  RTile cur = next_tile(c);
   int32_t phys_cur = lane < cur.n ? Ops::load_i32(c.table + (cur.t0 + lane) / c.B) : 0;
-  const bool chain_lane = warp == 0 && lane < kChunks * HT;
-  float m = -1e30f, l = 0.0f;  // the chain of (head lane % HT, chunk lane / HT)
+  float m = -1e30f, l = 0.0f;  // chunk `warp`'s chain of head `lane` (lanes < HT)
   float o[HT][VEC];
 TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h)
@@ -518,17 +573,11 @@ TQF_UNROLL
     for (uint32_t i = 0; i < VEC; ++i) o[h][i] = 0.0f;
   ops.sync_cta();  // q and the tables are in place
 
-  for (;;) {
-    phase_scores(c, cur, phys_cur);
-    const RTile nxt = next_rtile(wk, c.B);
+  while (cur.n > 0) {  // the chunk's tiles (the same in every lane of the warp)
+    float sc[HT];
+    phase_scores(c, cur, phys_cur, sc);
+    const RTile nxt = next_tile(c);
     const int32_t phys_nxt = lane < nxt.n ? Ops::load_i32(c.table + (nxt.t0 + lane) / c.B) : 0;
-    ops.sync_cta();
-    uint32_t any = 0;
-TQF_UNROLL
-    for (uint32_t k = 0; k < kChunks; ++k) any |= sm.tile_n[k];
-    if (any == 0) break;  // every chunk is done (the same decision in every thread)
-    if (chain_lane) phase_chain(c, lane / HT, lane % HT, m, l);
-    ops.sync_cta();
     if (lane < nxt.n) {  // the next round's K row into L2 while this round's o phase runs
       const uint16_t* np = a.k_cache + ((static_cast<uint64_t>(static_cast<int64_t>(phys_nxt)) *
                                           c.B + (nxt.t0 + lane) % c.B) * a.num_kv_heads + kvh) *
@@ -537,17 +586,19 @@ TQF_UNROLL
       for (uint32_t b = 0; b < kHdim * 2; b += 128) Ops::prefetch_l2(np + b / 2);
     }
     uint32_t use[kMaxHT] = {};
-TQF_UNROLL
-    for (uint32_t h = 0; h < HT; ++h) use[h] = sm.use[warp][h];
-    bool all = cur.n == kRound && cur.smask == 0x11111111u && cur.bmask == 0x11111111u;
+    phase_softmax(c, cur, sc, m, use);
+    ops.sync_warp();  // the factor rows and V offsets of the tile are written
+    const bool std_tile = cur.n == kRound && cur.smask == 0x11111111u && cur.bmask == 0x11111111u;
+    if (lane < HT) {
+      if (std_tile) phase_l<Ops, F, kHdim, HT, true>(c, cur, l);
+      else phase_l<Ops, F, kHdim, HT, false>(c, cur, l);
+    }
+    bool all = std_tile;
 TQF_UNROLL
     for (uint32_t h = 0; h < HT; ++h) all = all && use[h] == 0xFFFFFFFFu;
-    if (all) {
-      phase_o<Ops, F, kHdim, HT, true>(c, o, cur, use);
-    } else if (cur.n > 0) {
-      phase_o<Ops, F, kHdim, HT, false>(c, o, cur, use);
-    }
-    ops.sync_warp();  // this warp's V offsets are rewritten by the next round's phase S
+    if (all) phase_o<Ops, F, kHdim, HT, true>(c, o, cur, use);
+    else phase_o<Ops, F, kHdim, HT, false>(c, o, cur, use);
+    ops.sync_warp();  // this warp's rows are rewritten by the next round
     cur = nxt;
     phys_cur = phys_nxt;
   }
