@@ -10,6 +10,8 @@
 # decoder of docs/performance.md "Floor decoder" at HT 4); with floor the shape comes from
 # `tqref bench --set floor-profile` (the same 32 x 32/8 x 128 x 16k turbo3v shape, whose launch
 # order is the seed kernel, the GQA kernels at HT 4, 2, 1, then the floor kernels at HT 4, 2, 1).
+# TQREF_PROFILE_KERNELS="" with TQREF_PROFILE_IMPORT="NAME=REPORT.ncu-rep ..." only exports reports
+# made earlier (e.g. of a kernel design no longer in the binary) to the same text files.
 # Needs .device-carry from scripts/device-carry.sh. Usage on the device: bash scripts/device-profile.sh
 set -uo pipefail
 out=${OUT:-profile-out}
@@ -19,7 +21,7 @@ export LD_LIBRARY_PATH="$here/.device-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 export TQREF_DATA_DIR="$here/data"
 bin="$here/.device-carry/bin/tqref"
 [ -x "$bin" ] || { echo "device-profile: $bin missing (scripts/device-carry.sh)" >&2; exit 2; }
-kernels=${TQREF_PROFILE_KERNELS:-seed gqa}
+kernels=${TQREF_PROFILE_KERNELS-seed gqa}
 bench=("$bin" bench --quick --len 16384 --runs 1 --warmup 0 --model-seqs 0 --no-writer)
 [[ $kernels == *floor* ]] &&
   bench=("$bin" bench --set floor-profile --runs 1 --warmup 0 --model-seqs 0 --no-writer --rotate-mib 1)
@@ -27,14 +29,12 @@ declare -A regex=([seed]='paged_decode_attn_bf16k_turbo3v$' [gqa]='paged_decode_
                   [floor]='paged_decode_attn_bf16k_turbo3v_floor$')
 # Launch order of one shape: the seed kernel (reference output), then the GQA kernels at
 # HT 4, 2, 1 and the _stats kernel: the first match of each regex is the HT 4 / seed launch.
-for name in $kernels; do
-  [[ -n ${regex[$name]:-} ]] || { echo "device-profile: unknown kernel '$name' (seed, gqa, floor)" >&2; exit 2; }
-  timeout 240 ncu --clock-control none --kernel-name "regex:${regex[$name]}" --launch-count 1 --set full \
-    -o "$out/$name" "${bench[@]}" > "$out/ncu_$name.log" 2>&1
-  echo "ncu $name: rc=$?"
-  ncu --import "$out/$name.ncu-rep" --page details > "$out/profile_$name.txt" 2>&1
-  ncu --import "$out/$name.ncu-rep" --page details --csv > "$out/profile_$name.csv" 2>&1
-  ncu --import "$out/$name.ncu-rep" --page raw --csv > "$out/raw_$name.csv" 2>&1
+# The text views of one report: details page, stall and pipe metrics, hottest SASS instructions.
+export_report() {
+  local name=$1 rep=$2
+  ncu --import "$rep" --page details > "$out/profile_$name.txt" 2>&1
+  ncu --import "$rep" --page details --csv > "$out/profile_$name.csv" 2>&1
+  ncu --import "$rep" --page raw --csv > "$out/raw_$name.csv" 2>&1
   python3 - "$out/raw_$name.csv" > "$out/stalls_$name.txt" <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
@@ -47,10 +47,21 @@ for h, u, v in zip(hdr, units, vals):
         print(f"{h:90s} {v:>20s} {u}")
 PY
   rm -f "$out/raw_$name.csv"
-  ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass > "$out/source_$name.csv" 2>&1
+  ncu --import "$rep" --page source --csv --print-source sass > "$out/source_$name.csv" 2>&1
   python3 scripts/ncu_sass_hot.py "$out/source_$name.csv" "$out/sass_$name.csv.gz" 80 \
     > "$out/sass_hot_$name.txt" 2>&1
   rm -f "$out/source_$name.csv"
+}
+for name in $kernels; do
+  [[ -n ${regex[$name]:-} ]] || { echo "device-profile: unknown kernel '$name' (seed, gqa, floor)" >&2; exit 2; }
+  timeout 240 ncu --clock-control none --kernel-name "regex:${regex[$name]}" --launch-count 1 --set full \
+    -o "$out/$name" "${bench[@]}" > "$out/ncu_$name.log" 2>&1
+  echo "ncu $name: rc=$?"
+  export_report "$name" "$out/$name.ncu-rep"
+done
+# Reports made earlier (TQREF_PROFILE_IMPORT="NAME=PATH ..."): the same text views, no new run.
+for spec in ${TQREF_PROFILE_IMPORT:-}; do
+  export_report "${spec%%=*}" "${spec#*=}"
 done
 mods="$here/.device-carry/modules"
 if command -v cuobjdump >/dev/null; then
