@@ -16,7 +16,10 @@ mkdir -p "$out"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/machine.txt"
 for b in machine decode writer ex2; do
-  "$build/bench/bench_$b" --benchmark_out="$out/bench_$b.json" --benchmark_out_format=json
+  # repetitions of all benchmarks in random order: a slow phase of a shared host falls on scalar
+  # and fast, 1 and 2 threads alike instead of on whichever ran then
+  "$build/bench/bench_$b" --benchmark_enable_random_interleaving=true \
+    --benchmark_out="$out/bench_$b.json" --benchmark_out_format=json
   echo "load after bench_$b: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 done
 /usr/bin/python3 analysis/plot_cpu_bench.py "$out" --out "$out/cpu_models.png" > "$out/tables.md"

@@ -52,9 +52,11 @@ run() {
       bash scripts/fuzz.sh "$secs" "$t" > "$out/$t.verdict" 2>&1 &
     pids+=($!)
   done
-  # Watchdog: fuzzers still running 60 s after their time (libFuzzer's fork mode waits for its
-  # jobs) are stopped, so that fuzz.sh goes on to its triage and verdict.
-  (sleep $((secs + 60)); pkill -INT -f "$carry/tests/fuzz/"; sleep 15; pkill -KILL -f "$carry/tests/fuzz/") &
+  # Watchdog: campaigns still running 60 s after their time (libFuzzer's fork mode waits for its
+  # jobs) are stopped, so that fuzz.sh goes on to its triage and verdict. It matches the
+  # campaigns' command lines (-max_total_time), not the triage's replays of single inputs.
+  local pat="$carry/tests/fuzz/.*-max_total_time="
+  (sleep $((secs + 60)); pkill -INT -f "$pat"; sleep 15; pkill -KILL -f "$pat") &
   local wd=$! status=0 p
   for p in "${pids[@]}"; do wait "$p" || status=1; done
   kill "$wd" 2>/dev/null
