@@ -9,10 +9,12 @@ over the scalar model of the same run above each fast bar, and the time per EX2/
 markdown tables (rates, ratios, the 2-thread scaling) and the context (machine, load, commit).
 DIR/bench_machine.json (optional; runs of scripts/bench-cpu-models.sh before it existed lack it)
 adds the machine's own 2-thread speed-up for a clock-bound and a vector-port-bound loop, the
-ceiling against which the models' 2-thread speed-ups are read.
+ceiling against which the models' 2-thread speed-ups are read. DIR/bench_decode_fast_rep*.json
+(optional) adds the fast decode path's 2-thread speed-up over their repetitions pooled.
 Usage: /usr/bin/python3 analysis/plot_cpu_bench.py DIR --out FIG.png
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -96,6 +98,31 @@ def machine_rates(best):
     for name, (t, items, _) in best.items():
         r[(name.split("/")[0].removeprefix("BM_"), int(args_of(name)["threads"]))] = items / t / 1e9
     return r
+
+
+def print_pooled_scaling(paths):
+    """The fast decode path's 2-thread speed-up from extra runs (bench_decode_fast_rep*.json, fast
+    path only, repetitions interleaved), their repetitions pooled: on a host whose speed varies from
+    second to second, more repetitions make the fastest one (and the median) steadier."""
+    reps = {}
+    for path in paths:
+        for b in load(path)["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                reps.setdefault(re.sub(r"/repeats:\d+$", "", b["run_name"]), []).append(b["items_per_second"] / 1e6)
+    med = lambda v: sorted(v)[len(v) // 2]
+    n = min((len(v) for v in reps.values()), default=0)
+    print(f"\nFast decode path, 2 threads against 1, {len(paths)} more runs pooled ({n} interleaved "
+          "repetitions per benchmark; M pairs/s):\n")
+    print("| format | HDIM | 1 thr fastest | 2 thr fastest | ratio | 1 thr median | 2 thr median | ratio |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, v1 in sorted(reps.items()):
+        a = args_of(name)
+        if a.get("threads") != "1":
+            continue
+        v2 = reps.get(name.replace("threads:1", "threads:2"))
+        if v2:
+            print(f"| {FORMATS[int(a['format'])]} | {a['hdim']} | {max(v1):.2f} | {max(v2):.2f} | "
+                  f"{max(v2) / max(v1):.2f}x | {med(v1):.2f} | {med(v2):.2f} | {med(v2) / med(v1):.2f}x |")
 
 
 def print_machine(mach):
@@ -208,6 +235,9 @@ def main():
     path = os.path.join(a.dir, "bench_machine.json")
     if os.path.exists(path):
         print_machine(machine_rates(fastest(load(path))))
+    pooled = sorted(glob.glob(os.path.join(a.dir, "bench_decode_fast_rep*.json")))
+    if pooled:
+        print_pooled_scaling(pooled)
     return 0
 
 

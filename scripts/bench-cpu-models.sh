@@ -22,5 +22,13 @@ for b in machine decode writer ex2; do
     --benchmark_out="$out/bench_$b.json" --benchmark_out_format=json
   echo "load after bench_$b: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 done
+# The 2-thread check of issue 18 with more repetitions: three more runs of the fast decode path at
+# GQA 4, pooled by plot_cpu_bench.py (15 interleaved repetitions per benchmark)
+for r in 1 2 3; do
+  "$build/bench/bench_decode" --benchmark_filter='fast:1/.*gqa:4/ex2_table:0' \
+    --benchmark_enable_random_interleaving=true --benchmark_out="$out/bench_decode_fast_rep$r.json" \
+    --benchmark_out_format=json > /dev/null
+done
+echo "load after the pooled runs: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 /usr/bin/python3 analysis/plot_cpu_bench.py "$out" --out "$out/cpu_models.png" > "$out/tables.md"
 cat "$out/machine.txt" "$out/tables.md"
