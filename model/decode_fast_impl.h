@@ -38,8 +38,8 @@ template <uint32_t HDIM> struct PairedK {
   explicit PairedK(const uint8_t* row) {
     for (int c = 0; c < kN; ++c) {
       const VU w = vload<VU>(row + size_t(c) * kW * 4);
-      e[c] = std::bit_cast<VF>(w << 16);
-      o[c] = std::bit_cast<VF>(w & 0xFFFF0000u);
+      e[c] = tqref::vec::bit_cast<VF>(w << 16);
+      o[c] = tqref::vec::bit_cast<VF>(w & 0xFFFF0000u);
     }
   }
 };

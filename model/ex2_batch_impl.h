@@ -14,7 +14,7 @@ template <class Fn> void over_lanes(const float* x, float* y, size_t n, Fn fn) {
 }
 
 void ex2_lanes(const Ex2EvalData& d, const float* x, float* y, size_t n) {
-  over_lanes(x, y, n, [&](VF v) { return std::bit_cast<VF>(ex2_eval::ex2_bits(d, std::bit_cast<VU>(v))); });
+  over_lanes(x, y, n, [&](VF v) { return tqref::vec::bit_cast<VF>(ex2_eval::ex2_bits(d, tqref::vec::bit_cast<VU>(v))); });
 }
 
 void expf_lanes(const Ex2EvalData& d, const float* x, float* y, size_t n, bool split) {

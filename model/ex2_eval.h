@@ -12,7 +12,7 @@
 
 #include "tqref/ex2.h"
 #include "tqref/numeric.h"
-#include "vec_permute.h"
+#include "vec_ops.h"
 
 #define TQREF_EX2_INLINE [[gnu::always_inline]] inline
 
@@ -31,20 +31,22 @@ template <class U> TQREF_EX2_INLINE U lookup(const uint32_t* t, U i) {
 // t[i] per lane for a table of kEx2Segments = 64 entries (i < 64): with 8 or 16 lanes, from
 // two-table shuffles over the table held in registers (one permute instruction each on AVX2 /
 // AVX-512) instead of a load per lane.
+// Entries q*2L .. q*2L+2L-1 of t (L lanes) picked by i mod 2L: one two-table shuffle.
+template <class U> TQREF_EX2_INLINE U lookup64_part(const uint32_t* t, U i, uint32_t q) {
+  constexpr uint32_t kLanes = sizeof(U) / 4, kPair = 2 * kLanes;
+  typedef int32_t I __attribute__((vector_size(sizeof(U))));
+  U a, b;
+  std::memcpy(&a, t + q * kPair, sizeof a);
+  std::memcpy(&b, t + q * kPair + kLanes, sizeof b);
+  return tqref::vec::permute2(a, b, I(i & (kPair - 1)));
+}
 TQREF_EX2_INLINE uint32_t lookup64(const uint32_t* t, uint32_t i) { return t[i]; }
 template <class U> TQREF_EX2_INLINE U lookup64(const uint32_t* t, U i) {
   constexpr unsigned kLanes = sizeof(U) / 4;
   if constexpr (kLanes == 8 || kLanes == 16) {
-    typedef int32_t I __attribute__((vector_size(sizeof(U))));
     constexpr uint32_t kPair = 2 * kLanes;  // entries one two-table shuffle covers
-    auto part = [&](uint32_t q) {
-      U a, b;
-      std::memcpy(&a, t + q * kPair, sizeof a);
-      std::memcpy(&b, t + q * kPair + kLanes, sizeof b);
-      return tqref::vec::permute2(a, b, I(i & (kPair - 1)));
-    };
-    U r = part(0);
-    for (uint32_t q = 1; q < kEx2Segments / kPair; ++q) r = ((i / kPair) == q) ? part(q) : r;
+    U r = lookup64_part(t, i, 0);
+    for (uint32_t q = 1; q < kEx2Segments / kPair; ++q) r = ((i / kPair) == q) ? lookup64_part(t, i, q) : r;
     return r;
   } else {
     return lookup(t, i);
@@ -132,9 +134,9 @@ template <class U> TQREF_EX2_INLINE U ex2_bits(const Ex2EvalData& d, U b) {
 // split = false is mutant 14's EX2(y) for every y (DecodeParams::expf_split).
 template <class F, class U> TQREF_EX2_INLINE F expf(const Ex2EvalData& d, F x, bool split) {
   const F y = x * f32_from_bits(0x3FB8AA3Bu);  // log2(e) as the kernel's literal
-  if (!split) return std::bit_cast<F>(ex2_bits(d, std::bit_cast<U>(y)));
+  if (!split) return tqref::vec::bit_cast<F>(ex2_bits(d, tqref::vec::bit_cast<U>(y)));
   const auto small = y < -126.0f;  // false for NaN
-  const F r = std::bit_cast<F>(ex2_bits(d, std::bit_cast<U>(small ? y * 0.5f : y)));
+  const F r = tqref::vec::bit_cast<F>(ex2_bits(d, tqref::vec::bit_cast<U>(small ? y * 0.5f : y)));
   return small ? r * r : r;
 }
 

@@ -18,11 +18,11 @@ void writer_v_row(const FormatTraits& t, const uint16_t* vrow, uint32_t n, uint8
     for (uint32_t g = 0; g < count; ++g)
       for (uint32_t i = 0; i < kGroupSize; ++i) tr[i][g] = uint32_t(vrow[(g0 + g) * kGroupSize + i]) << 16;
     VF x[kGroupSize];
-    for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = std::bit_cast<VF>(vload<VU>(tr[i]));
+    for (uint32_t i = 0; i < kGroupSize; ++i) x[i] = tqref::vec::bit_cast<VF>(vload<VU>(tr[i]));
     VF nsq{}, amax{};
     for (uint32_t i = 0; i < kGroupSize; ++i) nsq = nsq + x[i] * x[i];  // 1. --fmad=false
     for (uint32_t i = 0; i < kGroupSize; ++i) {                      // 2. fmaxf from 0
-      const VF a = std::bit_cast<VF>(std::bit_cast<VU>(x[i]) & 0x7FFFFFFFu);  // fabs
+      const VF a = tqref::vec::bit_cast<VF>(tqref::vec::bit_cast<VU>(x[i]) & 0x7FFFFFFFu);  // fabs
       amax = (a > amax) ? a : amax;  // a NaN a fails the compare, as fmaxf drops it
     }
     const VF inv = (amax > 1e-12f) ? vsplat<VF>(t.max) / amax : vsplat<VF>(1.0f);  // 3.
