@@ -12,23 +12,26 @@
 #       isolation on is the same as here), then copies each target's log, its fuzz.sh verdict
 #       line, the findings and the grown corpus into OUTDIR and writes OUTDIR/summary.txt.
 # Exit status: 0 no target has a finding; 1 a finding; 2 bad usage or a missing piece.
+# TQREF_FUZZ_CARRY: the packed tree (default build/fuzz-carry, relative to the repository root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-carry=build/fuzz-carry
+carry=${TQREF_FUZZ_CARRY:-build/fuzz-carry}  # relative to the repository root
 
 pack() {
   local src=${1:-build/fuzz} t
-  rm -rf "$carry" && mkdir -p "$carry/tests/fuzz" "$carry/lib"
-  for t in fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader; do
+  local targets=(fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader)
+  for t in "${targets[@]}"; do
     [[ -x $src/tests/fuzz/$t ]] || { echo "device-fuzz: $src/tests/fuzz/$t missing: run scripts/fuzz.sh first" >&2; exit 2; }
-    objcopy --strip-debug "$src/tests/fuzz/$t" "$carry/tests/fuzz/$t"
   done
+  [[ -d $src/seeds ]] || { echo "device-fuzz: $src/seeds missing: run scripts/fuzz.sh first" >&2; exit 2; }
+  rm -rf "$carry" && mkdir -p "$carry/tests/fuzz" "$carry/lib"
+  for t in "${targets[@]}"; do objcopy --strip-debug "$src/tests/fuzz/$t" "$carry/tests/fuzz/$t"; done
   cp -r "$src/seeds" "$carry/seeds"
   [[ -d $src/corpus ]] && cp -r "$src/corpus" "$carry/corpus"
   ldd "$carry"/tests/fuzz/* | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$carry/lib/"; done
-  tar -C build -cJf "$carry.tar.xz" fuzz-carry
+  tar -C "$(dirname "$carry")" -cJf "$carry.tar.xz" "$(basename "$carry")"
   du -sh "$carry" "$carry.tar.xz"
 }
 
@@ -36,7 +39,7 @@ run() {
   local out=$1 secs=$2 spec t j
   shift 2
   (($#)) || { echo "device-fuzz: run OUTDIR SECONDS TARGET=WORKERS ..." >&2; exit 2; }
-  [[ -d $carry/tests/fuzz || ! -f $carry.tar.xz ]] || tar -C build -xJf "$carry.tar.xz"
+  [[ -d $carry/tests/fuzz || ! -f $carry.tar.xz ]] || tar -C "$(dirname "$carry")" -xJf "$carry.tar.xz"
   [[ -d $carry/tests/fuzz ]] || { echo "device-fuzz: $carry(.tar.xz) missing: carry it from 'pack'" >&2; exit 2; }
   mkdir -p "$out"
   export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
