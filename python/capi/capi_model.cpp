@@ -174,7 +174,8 @@ int tqref_decode_diag_copy(const tqref_decode_diag* d, float* m, float* l, uint3
         for (uint64_t i = 0; i < D; ++i) out_f32[r * D + i] = i < h.out_f32.size() ? h.out_f32[i] : 0.0f;
       }
       if (skip_offsets) skip_offsets[r] = off;
-      if (skip_mask) std::memcpy(skip_mask + off, h.skipped.data(), h.skipped.size());
+      // an empty vector's data() may be null, and memcpy's source must never be (UBSan)
+      if (skip_mask && !h.skipped.empty()) std::memcpy(skip_mask + off, h.skipped.data(), h.skipped.size());
       off += h.skipped.size();
     }
     if (skip_offsets) skip_offsets[d->d.heads.size()] = off;
