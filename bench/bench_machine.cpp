@@ -88,7 +88,8 @@ void BM_vec_mul(benchmark::State& state) {
 }
 
 void repeated(benchmark::internal::Benchmark* b) {
-  b->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5);
+  b->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+  b->Repetitions(5);
 }
 BENCHMARK(BM_dep_chain)->Apply(repeated);
 BENCHMARK(BM_vec_mul)->Apply(repeated);

@@ -46,7 +46,8 @@ template <class U> TQREF_EX2_INLINE U lookup64(const uint32_t* t, U i) {
   if constexpr (kLanes == 8 || kLanes == 16) {
     constexpr uint32_t kPair = 2 * kLanes;  // entries one two-table shuffle covers
     U r = lookup64_part(t, i, 0);
-    for (uint32_t q = 1; q < kEx2Segments / kPair; ++q) r = ((i / kPair) == q) ? lookup64_part(t, i, q) : r;
+    for (uint32_t q = 1; q < kEx2Segments / kPair; ++q)
+      r = ((i / kPair) == q) ? lookup64_part(t, i, q) : r;
     return r;
   } else {
     return lookup(t, i);

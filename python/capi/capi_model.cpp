@@ -175,7 +175,8 @@ int tqref_decode_diag_copy(const tqref_decode_diag* d, float* m, float* l, uint3
       }
       if (skip_offsets) skip_offsets[r] = off;
       // an empty vector's data() may be null, and memcpy's source must never be (UBSan)
-      if (skip_mask && !h.skipped.empty()) std::memcpy(skip_mask + off, h.skipped.data(), h.skipped.size());
+      if (skip_mask && !h.skipped.empty())
+        std::memcpy(skip_mask + off, h.skipped.data(), h.skipped.size());
       off += h.skipped.size();
     }
     if (skip_offsets) skip_offsets[d->d.heads.size()] = off;
