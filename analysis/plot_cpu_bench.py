@@ -18,6 +18,7 @@ import glob
 import json
 import os
 import re
+import statistics
 import sys
 
 import matplotlib
@@ -48,16 +49,22 @@ def fastest(doc):
     return best
 
 
+def repetitions(*docs):
+    """{benchmark name without the /repeats suffix: [items per second of every repetition]},
+    pooled over the given documents."""
+    reps = {}
+    for doc in docs:
+        for b in doc["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                reps.setdefault(re.sub(r"/repeats:\d+$", "", b["run_name"]), []).append(b["items_per_second"])
+    return reps
+
+
 def median_rates(doc):
     """{benchmark name: median of the repetitions' items per second}: with the repetitions of all
     benchmarks interleaved in random order (bench-cpu-models.sh), a slow phase of a shared host
     falls on every benchmark alike, so ratios of medians compare like with like."""
-    reps = {}
-    for b in doc["benchmarks"]:
-        if b.get("run_type") == "iteration":
-            reps.setdefault(re.sub(r"/repeats:\d+$", "", b["run_name"]), []).append(b["items_per_second"])
-    return {n: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
-            for n, v in reps.items()}
+    return {n: statistics.median(v) for n, v in repetitions(doc).items()}
 
 
 def args_of(name):
@@ -104,12 +111,8 @@ def print_pooled_scaling(paths):
     """The fast decode path's 2-thread speed-up from extra runs (bench_decode_fast_rep*.json, fast
     path only, repetitions interleaved), their repetitions pooled: on a host whose speed varies from
     second to second, more repetitions make the fastest one (and the median) steadier."""
-    reps = {}
-    for path in paths:
-        for b in load(path)["benchmarks"]:
-            if b.get("run_type") == "iteration":
-                reps.setdefault(re.sub(r"/repeats:\d+$", "", b["run_name"]), []).append(b["items_per_second"] / 1e6)
-    med = lambda v: sorted(v)[len(v) // 2]
+    reps = {n: [r / 1e6 for r in v] for n, v in repetitions(*(load(p) for p in paths)).items()}
+    med = statistics.median
     n = min((len(v) for v in reps.values()), default=0)
     print(f"\nFast decode path, 2 threads against 1, {len(paths)} more runs pooled ({n} interleaved "
           "repetitions per benchmark; M pairs/s):\n")

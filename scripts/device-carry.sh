@@ -16,8 +16,6 @@ if [ -d "$testing/mutants" ]; then mkdir -p "$out/mutants" && cp -r "$testing/mu
 # Faulty decoders for scripts/device-faults.sh: kept out of modules/ (tqref conform scans it).
 if [ -d "$testing/faulty" ]; then mkdir -p "$out/faulty" && cp -r "$testing/faulty/." "$out/faulty/"; fi
 if [ -f "$build/python/libtqref_c.so" ]; then cp "$build/python/libtqref_c.so" "$out/lib/"; fi
-# Everything ldd resolves except the C runtime, which the target system provides.
-ldd "$out/bin/tqref" $(ls "$out"/lib/libtqref_c.so 2>/dev/null) | awk '/=> \//{print $3}' | sort -u |
-  grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+. "$(dirname "$0")/carry-libs.sh"
+carry_libs "$out/lib" "$out/bin/tqref" $(ls "$out"/lib/libtqref_c.so 2>/dev/null)
 du -sh "$out"

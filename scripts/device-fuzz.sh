@@ -16,6 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 carry=${TQREF_FUZZ_CARRY:-build/fuzz-carry}  # relative to the repository root
+. scripts/carry-libs.sh
 
 pack() {
   local src=${1:-build/fuzz} t
@@ -28,9 +29,7 @@ pack() {
   for t in "${targets[@]}"; do objcopy --strip-debug "$src/tests/fuzz/$t" "$carry/tests/fuzz/$t"; done
   cp -r "$src/seeds" "$carry/seeds"
   [[ -d $src/corpus ]] && cp -r "$src/corpus" "$carry/corpus"
-  ldd "$carry"/tests/fuzz/* | awk '/=> \//{print $3}' | sort -u |
-    grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  carry_libs "$carry/lib" "$carry"/tests/fuzz/*
   tar -C "$(dirname "$carry")" -cJf "$carry.tar.xz" "$(basename "$carry")"
   du -sh "$carry" "$carry.tar.xz"
 }
