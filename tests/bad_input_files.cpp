@@ -87,6 +87,20 @@ void set_double_attr(const fs::path& file, const std::string& obj, const std::st
   write_attr(file, obj, name, H5T_NATIVE_DOUBLE, &v);
 }
 
+void set_narrow_int_attr(const fs::path& file, const std::string& obj, const std::string& name, int64_t v,
+                         size_t precision) {
+  Id type{H5Tcopy(H5T_STD_I64LE), H5Tclose};
+  must(H5Tset_precision(type.id, precision) >= 0, "cannot set integer precision");
+  write_attr(file, obj, name, type.id, &v);
+}
+
+void set_rebiased_double_attr(const fs::path& file, const std::string& obj, const std::string& name, double v,
+                              size_t ebias) {
+  Id type{H5Tcopy(H5T_IEEE_F64LE), H5Tclose};
+  must(H5Tset_ebias(type.id, ebias) >= 0, "cannot set exponent bias");
+  write_attr(file, obj, name, type.id, &v);
+}
+
 void set_string_attr(const fs::path& file, const std::string& obj, const std::string& name,
                      const std::string& v) {
   Id type{H5Tcopy(H5T_C_S1), H5Tclose};

@@ -48,6 +48,13 @@ void replace_with_virtual(const fs::path& file, const std::string& obj, const fs
 void replace_with_scaleoffset(const fs::path& file, const std::string& obj);
 // The byte at `offset` into the stored data of dataset `obj` (its first chunk) XOR 0x01.
 void flip_stored_byte(const fs::path& file, const std::string& obj, uint64_t offset);
+// Number attributes of a type tqref never writes, as a damaged file's metadata could claim: an
+// 8-byte integer using only `precision` of its bits, or a binary64 layout with exponent bias
+// `ebias` (standard: 1023). HDF5's API allows both.
+void set_narrow_int_attr(const fs::path& file, const std::string& obj, const std::string& name, int64_t v,
+                         size_t precision);
+void set_rebiased_double_attr(const fs::path& file, const std::string& obj, const std::string& name, double v,
+                              size_t ebias);
 // An unsigned 64-bit integer attribute.
 void set_uint64_attr(const fs::path& file, const std::string& obj, const std::string& name, uint64_t v);
 // Renames (moves) link `from` to `to` in the same file.

@@ -284,6 +284,15 @@ BOOST_AUTO_TEST_CASE(untrusted_file_policy_refuses_with_exit_3) {
       {"one_byte_changed_in_stored_data", [](const fs::path& f, const CaseNames& n) {
          flip_stored_byte(f, in(n.writer, "expected/k_cache"), 10); },
        {"expected/k_cache", "corrupt file", "checksum"}},
+      // libhdf5 converts any precision the metadata claims (fuzz finding 7): refused before any
+      // value is read, in the validating pass and in the readers.
+      {"integer_attribute_of_40_bits_in_8_bytes", [](const fs::path& f, const CaseNames& n) {
+         set_narrow_int_attr(f, n.writer, "num_blocks", 4, 40); },
+       {"attribute 'num_blocks': corrupt file: an integer type of 8 bytes with 40 bits of precision",
+        "allowed: 8-, 16-, 32- or 64-bit integers using all their bits"}},
+      {"float_attribute_not_ieee", [](const fs::path& f, const CaseNames& n) {
+         set_rebiased_double_attr(f, n.decode, "inv_sqrt_d", 0.125, 1000); },
+       {"attribute 'inv_sqrt_d': corrupt file: a float type of 8 bytes that is not IEEE binary32 or binary64"}},
   };
   for (const auto& b : classes) expect_refused(b);
 }

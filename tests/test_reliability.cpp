@@ -22,6 +22,7 @@
 #include "gpu/launch_fault_policy.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
+#include "io/hdf5_validate.h"
 #include "io/input_file.h"
 #include "io/isolated_call.h"
 
@@ -276,6 +277,8 @@ BOOST_AUTO_TEST_CASE(libhdf5_failures_on_malformed_files_are_refused) {
        ":/ attribute '"},
       {"inspect", "fuzz_golden_reader/golden_link_message_free_crash.h5", "/diagnostics: corrupt file"},
       {"check", "fuzz_golden_reader/golden_link_message_free_crash.h5", "/diagnostics: corrupt file"},
+      {"trace-validate", "fuzz_trace_reader/trace_integer_of_193_bits.h5",
+       ":/ attribute 'head_dim': corrupt file: an integer type of 8 bytes with 193 bits of precision"},
   };
   for (const Sample& s : samples) {
     BOOST_TEST_CONTEXT(s.command << " " << s.file) {
@@ -377,4 +380,20 @@ BOOST_AUTO_TEST_CASE(fuzz_findings_replayed) {
     }
   }
   BOOST_TEST(replayed >= 2u, "tests/fuzz/regressions lost its inputs");
+}
+
+// Would catch: a number type that libhdf5 cannot convert safely reaching H5Aread again. An
+// 8-byte integer claiming 193 bits of precision (fuzz finding 7) read cleanly once but damaged
+// libhdf5's state, and the next read of the file in the same process overran a stack buffer;
+// the fuzz runs validate in process and read every input many times, the isolated child
+// inherits the parent's state, so the type must be refused before any conversion. This reads it
+// three times with the validation in this process; a crash fails the test run.
+BOOST_AUTO_TEST_CASE(nonstandard_number_type_read_repeatedly_in_process) {
+  const std::string bytes = slurp(TQREF_SOURCE_DIR "/tests/fuzz/regressions/fuzz_trace_reader/trace_integer_of_193_bits.h5");
+  BOOST_TEST_REQUIRE(!bytes.empty());
+  struct InProcess {
+    InProcess() { h5::set_validation_in_process(true); }
+    ~InProcess() { h5::set_validation_in_process(false); }
+  } in_process;
+  for (int i = 0; i < 3; ++i) tqref_fuzz_trace_reader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }

@@ -94,6 +94,31 @@ Handle::~Handle() {
   if (id_ >= 0 && close_) close_(id_);
 }
 
+std::string number_type_problem(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  const H5T_order_t order = H5Tget_order(type);
+  if (cls == H5T_FLOAT) {
+    for (hid_t std_type : {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE})
+      if (H5Tequal(type, std_type) > 0) return "";
+    return "a float type of " + std::to_string(size) + " bytes that is not IEEE binary32 or binary64 (precision " +
+           std::to_string(H5Tget_precision(type)) + " bits); allowed: IEEE 32- or 64-bit floats";
+  }
+  if (cls != H5T_INTEGER) return "not a number type";
+  const size_t precision = H5Tget_precision(type);
+  const int offset = H5Tget_offset(type);
+  if ((size == 1 || size == 2 || size == 4 || size == 8) && precision == 8 * size && offset == 0 &&
+      (order == H5T_ORDER_LE || order == H5T_ORDER_BE || (size == 1 && order == H5T_ORDER_NONE)))
+    return "";
+  return "an integer type of " + std::to_string(size) + " bytes with " + std::to_string(precision) +
+         " bits of precision at bit offset " + std::to_string(offset) +
+         "; allowed: 8-, 16-, 32- or 64-bit integers using all their bits";
+}
+
+hid_t integer_read_type(hid_t type) {
+  return H5Tget_sign(type) == H5T_SGN_NONE && H5Tget_size(type) == 8 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+}
+
 std::string dataset_size_problem(const std::vector<uint64_t>& dims, size_t elem, uint64_t stored) {
   uint64_t bytes = elem;
   for (uint64_t d : dims)
@@ -252,6 +277,8 @@ std::vector<T> Node::read(const std::string& name, std::vector<uint64_t>* shape_
   bool ok = (want_float ? cls == H5T_FLOAT : cls == H5T_INTEGER) && H5Tget_size(ft.get()) == sizeof(T);
   if (ok && !want_float) ok = (H5Tget_sign(ft.get()) == H5T_SGN_NONE) == std::is_unsigned_v<T>;
   if (!ok) throw Error(where(name) + ": wrong dtype; expected " + type_name<T>());
+  if (const std::string why = number_type_problem(ft.get()); !why.empty())
+    throw Error(where(name) + ": corrupt file: " + why);
   if (shape_out && !shape_out->empty() && *shape_out != dims)
     throw Error(where(name) + ": shape " + shape_str(dims) + "; expected " + shape_str(*shape_out));
   // A corrupt or hostile file can declare any extent: checked before anything is allocated.
@@ -346,11 +373,12 @@ std::string read_vlen_string(const Node& n, const std::string& obj, const std::s
 // values silently (a uint64 2^63 would read as 2^63-1).
 hid_t int_read_type(const Node& n, const std::string& obj, const std::string& name, hid_t type) {
   const size_t size = H5Tget_size(type);
-  const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
   if (size == 0 || size > 8)
     throw Error(n.where(obj) + ": attribute '" + name + "' is a " + std::to_string(8 * size) +
                 "-bit integer; allowed: up to 64 bits");
-  return is_unsigned && size == 8 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+  if (const std::string why = number_type_problem(type); !why.empty())
+    throw Error(n.where(obj) + ": attribute '" + name + "': corrupt file: " + why);
+  return integer_read_type(type);
 }
 
 int64_t checked_int(const Node& n, const std::string& obj, const std::string& name, hid_t read_type,
@@ -445,6 +473,8 @@ double Node::attr_double(const std::string& name, const std::string& obj) const 
   if (H5Tget_size(type.get()) > 8)
     throw Error(where(obj) + ": attribute '" + name + "' is a " + std::to_string(8 * H5Tget_size(type.get())) +
                 "-bit number; allowed: up to 64 bits");
+  if (const std::string why = number_type_problem(type.get()); !why.empty())
+    throw Error(where(obj) + ": attribute '" + name + "': corrupt file: " + why);
   require_one_element(*this, obj, name, a.get());
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0)

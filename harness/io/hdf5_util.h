@@ -69,6 +69,17 @@ inline constexpr size_t kMaxStringBytes = size_t(1) << 24;
 // few stored bytes). The validating pass and Node::read both apply it.
 std::string dataset_size_problem(const std::vector<uint64_t>& dims, size_t elem, uint64_t stored);
 
+// "" when `type` (of class integer or float) is a standard number type, the only kind tqref
+// writes or reads: an integer of 1, 2, 4 or 8 bytes using all of its bits, or an IEEE binary32 or
+// binary64 float; either byte order. Else why not. libhdf5 1.10 converts whatever precision and
+// offset the metadata claims: an 8-byte integer that claims 193 bits overran a stack buffer
+// inside H5Aread and left the library's state damaged for the next file (fuzz finding 7,
+// docs/reliability.md), so the validating pass and every reader refuse such a type before any
+// value is converted.
+std::string number_type_problem(hid_t type);
+// The memory type integer attributes are read as: uint64 for 8-byte unsigned ones, else int64.
+hid_t integer_read_type(hid_t type);
+
 // A file (or group) with its path, for error messages. Files are created in the HDF5 1.10 format
 // (every metadata structure, chunk indexes included, carries a checksum) with object timestamps
 // off, so equal contents give byte-identical files.

@@ -175,8 +175,14 @@ bool Walker::attribute(hid_t obj, const char* name, const std::string& path) {
   if (n == 0) return true;
   bool ok = true;
   if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+    if (const std::string why = number_type_problem(type.get()); !why.empty())
+      return fail(where, "corrupt file: " + why);
     std::vector<double> v(static_cast<size_t>(n));
     ok = H5Aread(a.get(), H5T_NATIVE_DOUBLE, v.data()) >= 0;
+    if (ok && cls == H5T_INTEGER) {  // attr_int reads integers so too
+      std::vector<int64_t> i(static_cast<size_t>(n));
+      ok = H5Aread(a.get(), integer_read_type(type.get()), i.data()) >= 0;
+    }
   } else if (cls == H5T_STRING && H5Tis_variable_str(type.get()) > 0) {
     Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mt.get(), H5T_VARIABLE);
@@ -252,6 +258,7 @@ bool Walker::dataset(hid_t d, const std::string& path) {
   if (!storage(d, path, elem, &chunk)) return false;
   // Only the classes tqref reads (readers check dtypes exactly): other datasets are never read.
   if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || elem > 8) return true;
+  if (const std::string why = number_type_problem(type.get()); !why.empty()) return fail(path, "corrupt file: " + why);
   const std::vector<uint64_t> shape(dims.begin(), dims.end());
   const std::string size = dataset_size_problem(shape, elem, H5Dget_storage_size(d));
   if (!size.empty()) return fail(path, size);

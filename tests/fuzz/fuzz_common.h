@@ -9,6 +9,7 @@
 #include <string>
 
 #include "io/hdf5_validate.h"
+#include "tqref/model_path.h"
 
 // The HDF5 targets run the validating pass over each input in the fuzzer's own process
 // (h5::set_validation_in_process), so that libFuzzer sees its coverage and its crashes and runs
@@ -17,14 +18,37 @@
 // replays the findings through the same entry points with the isolation on, renames it.
 // TQREF_FUZZ_ISOLATE=1 keeps the isolation on (scripts/fuzz.sh replays each finding so: a
 // finding the isolated pass refuses cleanly is a contained libhdf5 failure).
-#define TQREF_FUZZ_VALIDATE_IN_PROCESS                                   \
-  extern "C" int LLVMFuzzerInitialize(int*, char***) {                   \
-    const char* isolate = std::getenv("TQREF_FUZZ_ISOLATE");             \
-    tqref::h5::set_validation_in_process(!(isolate && *isolate == '1')); \
-    return 0;                                                            \
+//
+// Under libFuzzer the model (the golden target's oracle; the EX2 loader's table expansion) runs
+// its avx2 build where the CPU has it: under clang, the avx512 build's run-time lane permutes are
+// lane loops (model/vec_ops.h), and expanding the 2^23-entry EX2 table at the start of every
+// fork-mode job took 2.1 s with them against 0.9 s. The builds are bit-identical
+// (test_fast_paths), and none of them is the code under test here.
+#define TQREF_FUZZ_VALIDATE_IN_PROCESS                                            \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                            \
+    tqref::h5::set_validation_in_process(!tqref::fuzz::replaying_isolated());     \
+    for (const std::string& isa : tqref::fast_isas())                             \
+      if (isa == "avx2") tqref::set_fast_isa(isa);                                \
+    return 0;                                                                     \
   }
 
 namespace tqref::fuzz {
+
+// TQREF_FUZZ_ISOLATE=1: scripts/fuzz.sh replays a saved input with the isolation on.
+inline bool replaying_isolated() {
+  static const bool on = [] {
+    const char* v = std::getenv("TQREF_FUZZ_ISOLATE");
+    return v && *v == '1';
+  }();
+  return on;
+}
+
+// A refusal of the input (the expected outcome for most of them). Printed only in an isolated
+// replay, where scripts/fuzz.sh counts a saved input as a contained libhdf5 failure only when the
+// refusal says that libhdf5 failed in the validating child.
+inline void refused(const std::string& why) {
+  if (replaying_isolated()) std::fprintf(stderr, "fuzz: input refused: %s\n", why.c_str());
+}
 
 inline const std::string& scratch_path(const char* suffix) {
   static const std::string path = [suffix] {

@@ -41,8 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       }
     }
-  } catch (const h5::Error&) {
-  } catch (const golden::BadCase&) {
+  } catch (const h5::Error& e) {
+    fuzz::refused(e.what());
+  } catch (const golden::BadCase& e) {
+    fuzz::refused(e.what());
   }
   return 0;
 }

@@ -16,7 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_path(".trace.h5");
   if (!fuzz::write_input(path, data, size)) std::abort();
   const std::vector<std::string> problems = trace::validate_trace(path);
-  if (!problems.empty()) return 0;
+  if (!problems.empty()) {
+    for (const std::string& p : problems) fuzz::refused(p);
+    return 0;
+  }
   const trace::Trace t = trace::read_trace(path);  // must not throw on a validated file
   const trace::TraceMeta& m = t.meta;
   for (const auto& s : t.sequences) {
