@@ -11,7 +11,10 @@
 #                       crashes on malformed files would otherwise end it; docs/reliability.md),
 #   TQREF_FUZZ_NICE=K   run the fuzzers under nice -n K (default 0),
 #   TQREF_FUZZ_PREBUILT=1  use the targets and seeds already in $TQREF_FUZZ_BUILD (no clang, no
-#                       build, no seed generation: a tree packed by scripts/device-fuzz.sh pack).
+#                       build, no seed generation: a tree packed by scripts/device-fuzz.sh pack),
+#   TQREF_FUZZ_TRIAGE_SECS=S  start no triage replay after S seconds (the rest stay in findings/
+#                       and make the verdict "FINDINGS": not triaged is not clean),
+#   TQREF_FUZZ_TRIAGE_ONLY=1  no campaign: triage the inputs already in $BUILD/findings/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,19 +67,45 @@ declare -A MAX_LEN=([fuzz_golden_reader]=262144 [fuzz_isolated_reader]=262144 [f
 declare -A TIMEOUT=([fuzz_golden_reader]=3 [fuzz_isolated_reader]=30 [fuzz_trace_reader]=2
                     [fuzz_ex2_profile]=10 [fuzz_sweep_config]=10)
 
-# Replays one saved input of target $1 with the isolation on. It is a contained libhdf5 failure
-# (moved to findings/contained) only when the replay exits 0 and the target printed that the
-# isolated pass refused the file because libhdf5 failed in the child (hdf5_validate.cpp's
-# "libhdf5 failed while reading this object"); any other outcome, such as an input that was only
-# slow and reads cleanly, stays a finding to look at.
+# Replays one saved input of target $1 (see "Triage" below) and files it: findings/<t>/contained
+# when the isolated replay exits 0 and the target printed that the isolated pass refused the file
+# because libhdf5 failed in the child (hdf5_validate.cpp's "libhdf5 failed while reading this
+# object"); findings/<t>/alone when the isolated replay exits 0 without that and a fresh replay in
+# process, with the campaign's limits, passes too (the input failed only after earlier inputs of
+# the same fuzzing process: state that libhdf5 kept from them); else it stays in findings/<t>/.
 triage_one() {
   local t=$1 f=$2 findings=$3
-  if TQREF_FUZZ_ISOLATE=1 LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" timeout 120 \
-       "$BUILD/tests/fuzz/$t" "$f" >"$f.replay.log" 2>&1 &&
-     grep -q '^fuzz: input refused: .*libhdf5 failed while reading this object' "$f.replay.log"; then
-    mv "$f" "$f.replay.log" "$findings/contained/"
+  local env=(LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp")
+  if env TQREF_FUZZ_ISOLATE=1 "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" "$f" >"$f.replay.log" 2>&1; then
+    if grep -q '^fuzz: input refused: .*libhdf5 failed while reading this object' "$f.replay.log"; then
+      mv "$f" "$f.replay.log" "$findings/contained/"
+    elif env "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \
+           -malloc_limit_mb=1024 "$f" >>"$f.replay.log" 2>&1; then
+      mv "$f" "$f.replay.log" "$findings/alone/"
+    fi
   fi
 }
+
+# Triage of target $1's saved inputs, side by side, one replay per CPU (a long campaign saves
+# hundreds, and a libhdf5 hang takes the isolation's 10 s deadline to refuse); no replay starts
+# after TQREF_FUZZ_TRIAGE_SECS seconds. Prints "contained alone left".
+triage() {
+  local t=$1 findings=$BUILD/findings/$1 f d
+  local deadline=$(($(date +%s) + ${TQREF_FUZZ_TRIAGE_SECS:-1000000}))
+  mkdir -p "$findings/contained" "$findings/alone"
+  local c0 a0
+  c0=$(count_inputs "$findings/contained") a0=$(count_inputs "$findings/alone")
+  for f in "$findings"/*; do
+    [[ -f "$f" && "$f" != *.replay.log ]] || continue
+    (($(date +%s) < deadline)) || break
+    while (($(jobs -rp | wc -l) >= $(getconf _NPROCESSORS_ONLN))); do wait -n; done
+    triage_one "$t" "$f" "$findings" &
+  done
+  wait
+  echo "$(($(count_inputs "$findings/contained") - c0)) $(($(count_inputs "$findings/alone") - a0)) $(count_inputs "$findings")"
+}
+
+count_inputs() { find "$1" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l; }
 
 status=0
 for t in "${TARGETS[@]}"; do
@@ -87,49 +116,41 @@ for t in "${TARGETS[@]}"; do
   [[ -n "${TQREF_FUZZ_RUNS:-}" ]] && extra+=(-runs="$TQREF_FUZZ_RUNS")
   [[ -n "${TQREF_FUZZ_FORK:-}" ]] &&
     extra+=(-fork="$TQREF_FUZZ_FORK" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
-  # -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
   start=$(date +%s)
-  set +e
-  LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" nice -n "${TQREF_FUZZ_NICE:-0}" \
-    "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/${SEED_DIR[$t]}" \
-    -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \
-    -malloc_limit_mb=1024 -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1
-  rc=$?
-  set -e
+  rc=0
+  if [[ -z "${TQREF_FUZZ_TRIAGE_ONLY:-}" ]]; then
+    # -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
+    set +e
+    LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" nice -n "${TQREF_FUZZ_NICE:-0}" \
+      "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/${SEED_DIR[$t]}" \
+      -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \
+      -malloc_limit_mb=1024 -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1
+    rc=$?
+    set -e
+  fi
   secs=$(($(date +%s) - start))
   # Executions: the final stats (one process), or the last fork-mode status line.
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  [[ -z "$execs" ]] && execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
-  saved=$(find "$findings" -type f | wc -l)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" 2>/dev/null | tail -1)
+  [[ -z "$execs" ]] && execs=$(grep -oE '^#[0-9]+' "$log" 2>/dev/null | tail -1 | tr -d '#')
+  cov=$(grep -o 'cov: [0-9]*' "$log" 2>/dev/null | tail -1 || true)
+  saved=$(count_inputs "$findings")
   # Triage: the HDF5 targets validate in this process, so libhdf5's own crashes on malformed files
-  # are saved too. Each saved input is replayed with the isolation on (TQREF_FUZZ_ISOLATE=1, as
-  # test_reliability replays tests/fuzz/regressions): exit 0 there means the isolated pass refused
-  # it cleanly (contained); anything else is a finding in tqref.
-  contained_hdf5=0
+  # are saved too. Each saved input is replayed (triage_one): with the isolation on
+  # (TQREF_FUZZ_ISOLATE=1, as test_reliability replays tests/fuzz/regressions), then alone.
+  contained=0 alone=0
   if [[ "$t" != fuzz_sweep_config ]]; then
-    # Replays run side by side, one per CPU (a long campaign saves hundreds of inputs, and a
-    # libhdf5 hang takes the isolation's 10 s deadline to refuse).
-    mkdir -p "$findings/contained"
-    before=$(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
-    for f in "$findings"/*; do
-      [[ -f "$f" ]] || continue
-      while (($(jobs -rp | wc -l) >= $(getconf _NPROCESSORS_ONLN))); do wait -n; done
-      triage_one "$t" "$f" "$findings" &
-    done
-    wait
-    contained_hdf5=$(($(find "$findings/contained" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l) - before))
-    saved=$(find "$findings" -maxdepth 1 -type f ! -name '*.replay.log' | wc -l)
+    read -r contained alone saved < <(triage "$t")
   fi
   # With -fork, libFuzzer exits non-zero when it saved anything; the triage above decides.
-  if ((saved == 0 && (rc == 0 || contained_hdf5 > 0))); then
+  if ((saved == 0 && (rc == 0 || contained + alone > 0))); then
     note=""
-    ((contained_hdf5)) && note=" ($contained_hdf5 libhdf5 failures found in-process, each refused by the isolated pass: $findings/contained)"
+    ((contained)) && note=" ($contained libhdf5 failures found in-process, each refused by the isolated pass: $findings/contained)"
+    ((alone)) && note+=" ($alone inputs that failed only after earlier inputs of the same process and pass alone, in process and isolated: $findings/alone)"
     echo "fuzz: $t: ${execs:-?} executions in ${secs} s, $cov, no findings$note"
   else
     status=1
-    echo "fuzz: $t: FINDINGS after ${execs:-?} executions in ${secs} s (exit $rc, $saved inputs saved in $findings):" >&2
-    ls "$findings" | head -20 >&2
+    echo "fuzz: $t: FINDINGS after ${execs:-?} executions in ${secs} s (exit $rc, $saved inputs saved in $findings, not refused by the isolated pass or not triaged):" >&2
+    find "$findings" -maxdepth 1 -type f ! -name '*.replay.log' | head -20 >&2
     grep -m1 -A12 'ERROR: \|==ERROR\|runtime error\|deadly signal\|uncaught' "$log" >&2 || tail -30 "$log" >&2
   fi
 done
