@@ -76,7 +76,10 @@ declare -A TIMEOUT=([fuzz_golden_reader]=3 [fuzz_isolated_reader]=30 [fuzz_trace
 triage_one() {
   local t=$1 f=$2 findings=$3
   local env=(LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp")
-  if env TQREF_FUZZ_ISOLATE=1 "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" "$f" >"$f.replay.log" 2>&1; then
+  # The child's idle deadline is the campaign's per-input timeout (TQREF_FUZZ_IDLE_S; tqref's
+  # own is 10 s): what ran longer in the campaign was saved as a timeout anyway.
+  if env TQREF_FUZZ_ISOLATE=1 TQREF_FUZZ_IDLE_S="${TIMEOUT[$t]}" "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" "$f" \
+       >"$f.replay.log" 2>&1; then
     if grep -q '^fuzz: input refused: .*libhdf5 failed while reading this object' "$f.replay.log"; then
       mv "$f" "$f.replay.log" "$findings/contained/"
     elif env "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \

@@ -29,6 +29,7 @@ constexpr uint64_t kMaxChunkBytes = uint64_t(64) << 20;
 constexpr hssize_t kMaxAttrElements = 1 << 20;
 
 std::atomic<bool> g_in_process{false};
+std::atomic<double> g_idle_timeout_s{kIdleTimeoutS};
 
 // Paths for messages only (objects are opened by name from their parent): names from the file are
 // shown through printable().
@@ -349,6 +350,7 @@ std::string walk_file(hid_t file, const Note& note) {
 }
 
 void set_validation_in_process(bool in_process) { g_in_process = in_process; }
+void set_validation_idle_timeout(double seconds) { g_idle_timeout_s = seconds; }
 
 void validate_file(const std::string& path) {
   std::string problem;
@@ -362,12 +364,12 @@ void validate_file(const std::string& path) {
         },
         // The walk holds one slab (at most a 64 MiB chunk) and libhdf5's caches; the rest of the
         // budget bounds what libhdf5 allocates inside a read (an inflating deflate stream).
-        {kIdleTimeoutS, kMaxStringBytes, memory_budget() + (uint64_t(256) << 20)});
+        {g_idle_timeout_s, kMaxStringBytes, memory_budget() + (uint64_t(256) << 20)});
     if (r.status == IsolatedResult::Status::ok) {
       problem = r.data;
     } else {
       const std::string obj = r.last_note.empty() ? "/" : r.last_note;
-      problem = obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(kIdleTimeoutS) + ")";
+      problem = obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(g_idle_timeout_s) + ")";
     }
   }
   if (!problem.empty()) throw Error(path + ":" + problem);

@@ -34,5 +34,9 @@ void validate_file(const std::string& path);
 // Fuzz targets only: walk in this process, so that the fuzzer explores the walk and the readers
 // at full speed (libhdf5 findings then show as crashes); the isolation is fuzzed separately.
 void set_validation_in_process(bool in_process);
+// Fuzz triage only: the isolated child's idle deadline (default kIdleTimeoutS). scripts/fuzz.sh
+// replays a campaign's saved inputs with the campaign's per-input timeout here, so that each of
+// libhdf5's endless loops costs a replay seconds, not 10 s of a busy CPU.
+void set_validation_idle_timeout(double seconds);
 
 }  // namespace tqref::h5
