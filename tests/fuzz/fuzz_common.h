@@ -17,7 +17,8 @@
 // (docs/reliability.md). libFuzzer calls LLVMFuzzerInitialize once; test_reliability, which
 // replays the findings through the same entry points with the isolation on, renames it.
 // TQREF_FUZZ_ISOLATE=1 keeps the isolation on (scripts/fuzz.sh replays each finding so: a
-// finding the isolated pass refuses cleanly is a contained libhdf5 failure).
+// finding the isolated pass refuses because libhdf5 failed in its child is a contained libhdf5
+// failure).
 //
 // Under libFuzzer the model (the golden target's oracle; the EX2 loader's table expansion) runs
 // its avx2 build where the CPU has it: under clang, the avx512 build's run-time lane permutes are
