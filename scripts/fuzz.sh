@@ -66,6 +66,10 @@ declare -A MAX_LEN=([fuzz_golden_reader]=262144 [fuzz_isolated_reader]=262144 [f
 # deadline of its own.
 declare -A TIMEOUT=([fuzz_golden_reader]=3 [fuzz_isolated_reader]=30 [fuzz_trace_reader]=2
                     [fuzz_ex2_profile]=10 [fuzz_sweep_config]=10)
+# The limits of a campaign, for target $1; the triage replays an input alone with the same ones.
+# -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
+limits() { echo "-timeout=${TIMEOUT[$1]} -rss_limit_mb=3072 -malloc_limit_mb=1024"; }
+export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp"
 
 # Replays one saved input of target $1 (see "Triage" below) and files it: findings/<t>/contained
 # when the isolated replay exits 0 and the target printed that the isolated pass refused the file
@@ -75,25 +79,23 @@ declare -A TIMEOUT=([fuzz_golden_reader]=3 [fuzz_isolated_reader]=30 [fuzz_trace
 # the same fuzzing process: state that libhdf5 kept from them); else it stays in findings/<t>/.
 triage_one() {
   local t=$1 f=$2 findings=$3
-  local env=(LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp")
   # The child's idle deadline is the campaign's per-input timeout (TQREF_FUZZ_IDLE_S; tqref's
   # own is 10 s): what ran longer in the campaign was saved as a timeout anyway.
-  if env TQREF_FUZZ_ISOLATE=1 TQREF_FUZZ_IDLE_S="${TIMEOUT[$t]}" "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" "$f" \
+  if TQREF_FUZZ_ISOLATE=1 TQREF_FUZZ_IDLE_S="${TIMEOUT[$t]}" timeout 120 "$BUILD/tests/fuzz/$t" "$f" \
        >"$f.replay.log" 2>&1; then
     if grep -q '^fuzz: input refused: .*libhdf5 failed while reading this object' "$f.replay.log"; then
       mv "$f" "$f.replay.log" "$findings/contained/"
-    elif env "${env[@]}" timeout 120 "$BUILD/tests/fuzz/$t" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \
-           -malloc_limit_mb=1024 "$f" >>"$f.replay.log" 2>&1; then
+    elif timeout 120 "$BUILD/tests/fuzz/$t" $(limits "$t") "$f" >>"$f.replay.log" 2>&1; then
       mv "$f" "$f.replay.log" "$findings/alone/"
     fi
   fi
 }
 
 # Triage of target $1's saved inputs, side by side, one replay per CPU (a long campaign saves
-# hundreds, and a libhdf5 hang takes the isolation's 10 s deadline to refuse); no replay starts
-# after TQREF_FUZZ_TRIAGE_SECS seconds. Prints "contained alone left".
+# hundreds, and each libhdf5 hang takes a replay the campaign's timeout to refuse); no replay
+# starts after TQREF_FUZZ_TRIAGE_SECS seconds. Prints "contained alone left".
 triage() {
-  local t=$1 findings=$BUILD/findings/$1 f d
+  local t=$1 findings=$BUILD/findings/$1 f
   local deadline=$(($(date +%s) + ${TQREF_FUZZ_TRIAGE_SECS:-1000000}))
   mkdir -p "$findings/contained" "$findings/alone"
   local c0 a0
@@ -122,12 +124,11 @@ for t in "${TARGETS[@]}"; do
   start=$(date +%s)
   rc=0
   if [[ -z "${TQREF_FUZZ_TRIAGE_ONLY:-}" ]]; then
-    # -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
     set +e
-    LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" nice -n "${TQREF_FUZZ_NICE:-0}" \
-      "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/${SEED_DIR[$t]}" \
-      -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" -timeout="${TIMEOUT[$t]}" -rss_limit_mb=3072 \
-      -malloc_limit_mb=1024 -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1
+    # shellcheck disable=SC2046  # limits prints separate flags
+    nice -n "${TQREF_FUZZ_NICE:-0}" "$BUILD/tests/fuzz/$t" "$corpus" "$SEEDS/${SEED_DIR[$t]}" \
+      -max_total_time="$SECS" -max_len="${MAX_LEN[$t]}" $(limits "$t") \
+      -artifact_prefix="$findings/" -print_final_stats=1 "${extra[@]}" >"$log" 2>&1
     rc=$?
     set -e
   fi
