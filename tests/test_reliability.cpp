@@ -265,7 +265,11 @@ BOOST_AUTO_TEST_CASE(isolated_call_contains_crashes_and_hangs) {
 // exit 3 naming the file and the object, as must a trace whose integer attribute claims 193 bits
 // in 8 bytes (finding 7: refused as a nonstandard number type before libhdf5 converts it; without
 // that check `head_dim` read as 2^63-1), within the 10 s idle deadline of the validating pass plus
-// margin, by every command that reads them.
+// margin, by every command that reads them. A golden file whose corrupt object header makes
+// libhdf5 ask for 1.6 GB (in H5C_protect; sixth session's campaigns) must be refused the same way
+// with the default budget, where the untouched allocation succeeds in the validating child, and
+// with --max-memory 512M, where the child's memory limit (768 MiB) makes it fail: a child that
+// dies of the failed allocation instead of reporting it would give another exit code.
 BOOST_AUTO_TEST_CASE(libhdf5_failures_on_malformed_files_are_refused) {
   const std::string root = TQREF_SOURCE_DIR "/tests/fuzz/regressions/";
   struct Sample {
@@ -280,6 +284,10 @@ BOOST_AUTO_TEST_CASE(libhdf5_failures_on_malformed_files_are_refused) {
       {"check", "fuzz_golden_reader/golden_link_message_free_crash.h5", "/diagnostics: corrupt file"},
       {"trace-validate", "fuzz_trace_reader/trace_integer_of_193_bits.h5",
        ":/ attribute 'head_dim': corrupt file: an integer type of 8 bytes with 193 bits of precision"},
+      {"check", "fuzz_golden_reader/golden_object_header_wild_allocation.h5",
+       "__writer: corrupt file: unreadable object header"},
+      {"--max-memory 512M check", "fuzz_golden_reader/golden_object_header_wild_allocation.h5",
+       "__writer: corrupt file: unreadable object header"},
   };
   for (const Sample& s : samples) {
     BOOST_TEST_CONTEXT(s.command << " " << s.file) {
