@@ -16,6 +16,7 @@ PACKAGES=(
   libyaml-cpp-dev                                  # suite definitions
   libbenchmark-dev                                 # bench/ (Google Benchmark)
   ccache                                           # optional compiler cache (CMakeLists.txt uses it when found)
+  valgrind                                         # tests/test_own_process_reads.sh (docs/reliability.md, finding 8)
   python3 python3-h5py python3-numpy python3-matplotlib   # analysis/ reports and tests
   python3-pytest python3-torch                     # the Python API's tests, the torch example (docs/python.md)
 )

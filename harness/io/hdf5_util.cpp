@@ -159,16 +159,12 @@ Node Node::open_file(const std::string& path) {
     const InputFile in(path, "HDF5 file");
     if (H5Fis_hdf5(path.c_str()) <= 0)
       throw Error(printable(path) + ": not a readable HDF5 file (missing, truncated or corrupt)");
-    validate_file(path);
-    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!f) throw Error(printable(path) + ": cannot open HDF5 file (truncated or corrupt metadata)");
-    // The file libhdf5 opened is the one checked above (not replaced in between).
-    void* handle = nullptr;
-    FileIdentity opened;
-    if (H5Fget_vfd_handle(f.get(), H5P_DEFAULT, &handle) < 0 || !identity_of_fd(*static_cast<int*>(handle), &opened) ||
-        !(opened == in.identity()))
-      throw Error(printable(path) + ": the file changed while it was being opened");
-    return Node(path, "/", std::move(f));
+    // What this process reads is the validating child's copy (hdf5_validate.h), made from the
+    // file checked above (the child compares identities: not replaced in between). The copy is
+    // held twice at its peak (the in-memory file and its image), in the child and here.
+    const std::string over = over_budget(mul_sat(in.size(), 2), "the validated copy of the file (twice its size)");
+    if (!over.empty()) throw Error(printable(path) + ": " + over);
+    return Node(path, "/", open_validated(path, in.identity()));
   } catch (const InputError& e) {
     throw Error(e.what());
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/hdf5_util.h"
+#include "io/input_file.h"
 #include "io/isolated_call.h"
 #include "io/memory_budget.h"
 #include "io/text_escape.h"
@@ -330,10 +331,65 @@ bool Walker::data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, con
   }
 }
 
-std::string walk_open_file(const std::string& path, const Note& note) {
+// The validated copy (finding 8, docs/reliability.md): the source's root group and everything
+// under it, copied by libhdf5 (H5Ocopy decodes the source's metadata and encodes the copy itself)
+// into an in-memory file, whose image becomes `image`. The copy keeps the source's layouts and
+// filters; its raw chunks are the source's, checked again when they are read.
+constexpr const char* kCopyRoot = "validated";
+
+std::string copy_image(hid_t src, const Note& note, std::string& image) {
+  note("/ (copying)");
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_core(fapl.get(), size_t(1) << 20, 0);
+  Handle dst(H5Fcreate("tqref-validated-copy", H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
+  if (!dst) return "/: cannot create the validated copy in memory";
+  if (H5Ocopy(src, "/", dst.get(), kCopyRoot, H5P_DEFAULT, H5P_DEFAULT) < 0)
+    return "/: corrupt file: libhdf5 cannot copy its objects";
+  const ssize_t n = H5Fflush(dst.get(), H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(dst.get(), nullptr, 0);
+  if (n <= 0) return "/: cannot take the image of the validated copy";
+  image.assign(size_t(n), '\0');
+  if (H5Fget_file_image(dst.get(), image.data(), size_t(n)) != n) return "/: cannot take the image of the validated copy";
+  return "";
+}
+
+// In the child: open `path`, check that it is the file the parent checked (`expected`), walk it
+// and copy it. `out` is "P<problem>" or "I<image>".
+void walk_and_copy(const std::string& path, const FileIdentity& expected, const Note& note, std::string& out) {
   Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!f) return "/: cannot open HDF5 file (truncated or corrupt metadata)";
-  return walk_file(f.get(), note);
+  if (!f) {
+    out = "P/: cannot open HDF5 file (truncated or corrupt metadata)";
+    return;
+  }
+  void* handle = nullptr;
+  FileIdentity opened;
+  if (H5Fget_vfd_handle(f.get(), H5P_DEFAULT, &handle) < 0 || !identity_of_fd(*static_cast<int*>(handle), &opened) ||
+      !(opened == expected)) {
+    out = "P/: the file changed while it was being opened";
+    return;
+  }
+  std::string problem = walk_file(f.get(), note);
+  std::string image;
+  if (problem.empty()) problem = copy_image(f.get(), note, image);
+  out = problem.empty() ? "I" + image : "P" + problem;
+}
+
+// In the parent: opens the image read-only in memory and returns its copy of the source's root.
+// The file stays open while the group is (libhdf5's default close degree for this driver).
+// `image` is released once the property list holds its own copy (the file's size once less).
+Handle open_image(std::string&& image, const std::string& path) {
+  static std::atomic<uint64_t> serial{0};  // core files with one name would be taken as one file
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_core(fapl.get(), size_t(1) << 20, 0);
+  const bool set = H5Pset_file_image(fapl.get(), image.data(), image.size()) >= 0;
+  std::string().swap(image);
+  if (!set) throw Error(path + ": cannot open the validated copy in memory");
+  const std::string name = "tqref-validated-copy-" + std::to_string(serial++);
+  Handle f(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  Handle root(f ? H5Gopen2(f.get(), kCopyRoot, H5P_DEFAULT) : H5I_INVALID_HID, H5Gclose);
+  if (!root) throw Error(path + ": cannot open the validated copy in memory");
+  return root;
 }
 
 }  // namespace
@@ -352,27 +408,33 @@ std::string walk_file(hid_t file, const Note& note) {
 void set_validation_in_process(bool in_process) { g_in_process = in_process; }
 void set_validation_idle_timeout(double seconds) { g_idle_timeout_s = seconds; }
 
-void validate_file(const std::string& path) {
-  std::string problem;
+Handle open_validated(const std::string& path, const FileIdentity& identity) {
+  std::string out;
   if (g_in_process) {
-    problem = walk_open_file(path, [](const std::string&) {});
+    walk_and_copy(path, identity, [](const std::string&) {}, out);
   } else {
-    const IsolatedResult r = run_isolated(
-        [&path](std::string& out, const IsolatedNote& note) {
-          out = walk_open_file(path, note);
+    IsolatedResult r = run_isolated(
+        [&](std::string& o, const IsolatedNote& note) {
+          walk_and_copy(path, identity, note, o);
           return true;
         },
-        // The walk holds one slab (at most a 64 MiB chunk) and libhdf5's caches; the rest of the
-        // budget bounds what libhdf5 allocates inside a read (an inflating deflate stream).
-        {g_idle_timeout_s, kMaxStringBytes, memory_budget() + (uint64_t(256) << 20)});
+        // The walk holds one slab (at most a 64 MiB chunk) and libhdf5's caches, the copy the
+        // file's size twice (the in-memory file and its image); the budget bounds the rest, and
+        // what libhdf5 allocates inside a read (an inflating deflate stream).
+        {g_idle_timeout_s, size_t(memory_budget()), memory_budget() + (uint64_t(256) << 20)});
     if (r.status == IsolatedResult::Status::ok) {
-      problem = r.data;
+      out = std::move(r.data);
+    } else if (r.status == IsolatedResult::Status::too_large) {
+      out = "P/: the validated copy of the file is larger than the memory budget (" +
+            std::to_string(memory_budget()) + " bytes; --max-memory)";
     } else {
       const std::string obj = r.last_note.empty() ? "/" : r.last_note;
-      problem = obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(g_idle_timeout_s) + ")";
+      out = "P" + obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(g_idle_timeout_s) + ")";
     }
   }
-  if (!problem.empty()) throw Error(path + ":" + problem);
+  if (out.empty() || out[0] != 'I') throw Error(path + ":" + (out.empty() ? std::string("/: no result") : out.substr(1)));
+  out.erase(0, 1);
+  return open_image(std::move(out), path);
 }
 
 }  // namespace tqref::h5

@@ -7,14 +7,20 @@
 // fletcher32 checksums and deflate streams are all verified). The pass runs in a child process
 // that reports each object before touching it and is stopped when it makes no progress for
 // kIdleTimeoutS: libhdf5's crashes, wild copies and endless loops on malformed metadata cost the
-// child, and the message names the object it was reading. libhdf5 is deterministic for the same
-// bytes, so once the pass has touched every structure the readers will touch, the readers run in
-// tqref's own process.
+// child, and the message names the object it was reading. That the child survived says nothing
+// about the same reads in tqref's own process: libhdf5 1.10 decodes some messages without bounds
+// checks, and whether such a read crashes depends on the process's memory layout (finding 8,
+// docs/reliability.md). So the child also copies the file (H5Ocopy: libhdf5 decodes the source's
+// metadata there and encodes the copy itself) into an in-memory file and sends its image; tqref's
+// process reads only that copy, never metadata bytes from the untrusted file.
 #pragma once
 #include <hdf5.h>
 
 #include <functional>
 #include <string>
+
+#include "io/hdf5_util.h"
+#include "io/input_file.h"
 
 namespace tqref::h5 {
 
@@ -26,10 +32,11 @@ inline constexpr double kIdleTimeoutS = 10.0;
 // before each object, attribute and data slab. Returns "" or "<object>: <problem>".
 std::string walk_file(hid_t file, const std::function<void(const std::string&)>& note);
 
-// Opens `path` with libhdf5 and walks it in a child process (or in this process, see below);
-// throws h5::Error "<path>:<object>: <problem>" when the file breaks the policy or libhdf5
-// fails on it.
-void validate_file(const std::string& path);
+// Opens `path` with libhdf5, checks that it is the file `identity` names, walks it and copies it,
+// in a child process (or in this process, see below); returns the copy of its root group, open
+// read-only in memory. Throws h5::Error "<path>:<object>: <problem>" when the file breaks the
+// policy or libhdf5 fails on it.
+Handle open_validated(const std::string& path, const FileIdentity& identity);
 
 // Fuzz targets only: walk in this process, so that the fuzzer explores the walk and the readers
 // at full speed (libhdf5 findings then show as crashes); the isolation is fuzzed separately.
