@@ -333,11 +333,11 @@ bool Walker::data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, con
 
 // The validated copy (finding 8, docs/reliability.md): the source's root group and everything
 // under it, copied by libhdf5 (H5Ocopy decodes the source's metadata and encodes the copy itself)
-// into an in-memory file, whose image becomes `image`. The copy keeps the source's layouts and
-// filters; its raw chunks are the source's, checked again when they are read.
+// into an in-memory file, whose image becomes `out` after its first byte. The copy keeps the
+// source's layouts and filters; its raw chunks are the source's, checked again when read.
 constexpr const char* kCopyRoot = "validated";
 
-std::string copy_image(hid_t src, const Note& note, std::string& image) {
+std::string copy_image(hid_t src, const Note& note, std::string& out) {
   note("/ (copying)");
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
@@ -349,8 +349,9 @@ std::string copy_image(hid_t src, const Note& note, std::string& image) {
     return "/: corrupt file: libhdf5 cannot copy its objects";
   const ssize_t n = H5Fflush(dst.get(), H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(dst.get(), nullptr, 0);
   if (n <= 0) return "/: cannot take the image of the validated copy";
-  image.assign(size_t(n), '\0');
-  if (H5Fget_file_image(dst.get(), image.data(), size_t(n)) != n) return "/: cannot take the image of the validated copy";
+  out.assign(size_t(n) + 1, 'I');
+  if (H5Fget_file_image(dst.get(), out.data() + 1, size_t(n)) != n)
+    return "/: cannot take the image of the validated copy";
   return "";
 }
 
@@ -370,9 +371,8 @@ void walk_and_copy(const std::string& path, const FileIdentity& expected, const 
     return;
   }
   std::string problem = walk_file(f.get(), note);
-  std::string image;
-  if (problem.empty()) problem = copy_image(f.get(), note, image);
-  out = problem.empty() ? "I" + image : "P" + problem;
+  if (problem.empty()) problem = copy_image(f.get(), note, out);
+  if (!problem.empty()) out = "P" + problem;
 }
 
 // In the parent: opens the image read-only in memory and returns its copy of the source's root.
@@ -432,7 +432,8 @@ Handle open_validated(const std::string& path, const FileIdentity& identity) {
       out = "P" + obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(g_idle_timeout_s) + ")";
     }
   }
-  if (out.empty() || out[0] != 'I') throw Error(path + ":" + (out.empty() ? std::string("/: no result") : out.substr(1)));
+  if (out.empty()) throw Error(path + ":/: the validating pass sent no result");
+  if (out[0] != 'I') throw Error(path + ":" + out.substr(1));
   out.erase(0, 1);
   return open_image(std::move(out), path);
 }
