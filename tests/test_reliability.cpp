@@ -22,6 +22,8 @@
 #include "gpu/launch_fault_policy.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
+#include "io/hdf5_util.h"
+#include "io/hdf5_validate.h"
 #include "io/input_file.h"
 #include "io/isolated_call.h"
 
@@ -308,6 +310,29 @@ BOOST_AUTO_TEST_CASE(libhdf5_failures_on_malformed_files_are_refused) {
       fs::remove_all(d);
     }
   }
+}
+
+// Would catch: the validated copy of a corrupt file outgrowing the file again (fuzz finding 9,
+// docs/reliability.md): in this 19240-byte trace a corrupt global heap gives a string attribute
+// gigabytes; the child copied it into an image of gigabytes and tqref's process, holding it
+// twice, peaked at 8.8 GB with the 8G budget. With an idle deadline long enough for the copy to
+// finish, open_file must refuse it as a corrupt file; without the bound it returns the copy.
+// (Where the child runs short of memory first, its failure is refused as a corrupt file too.)
+BOOST_AUTO_TEST_CASE(validated_copy_is_bounded_by_the_file) {
+  namespace h5 = tqref::h5;
+  const std::string file = TQREF_SOURCE_DIR "/tests/fuzz/regressions_heavy/trace_copy_grows_past_the_file.h5";
+  BOOST_TEST(h5::copy_limit(19240) == 19240u + 4810u + (1u << 20));
+  h5::set_validation_idle_timeout(300);
+  std::string refusal;
+  try {
+    h5::Node::open_file(file);
+  } catch (const h5::Error& e) {
+    refusal = e.what();
+  }
+  h5::set_validation_idle_timeout(h5::kIdleTimeoutS);
+  BOOST_TEST_MESSAGE("refused: " << refusal);
+  BOOST_TEST(refusal.find("trace_copy_grows_past_the_file.h5:/") != std::string::npos, refusal);
+  BOOST_TEST(refusal.find("corrupt file") != std::string::npos, refusal);
 }
 
 // Would catch: model results that depend on how OpenMP splits the work (shared state between

@@ -164,7 +164,7 @@ Node Node::open_file(const std::string& path) {
     // held twice at its peak (the in-memory file and its image), in the child and here.
     const std::string over = over_budget(mul_sat(in.size(), 2), "the validated copy of the file (twice its size)");
     if (!over.empty()) throw Error(printable(path) + ": " + over);
-    return Node(path, "/", open_validated(path, in.identity()));
+    return Node(path, "/", open_validated(path, in.identity(), in.size()));
   } catch (const InputError& e) {
     throw Error(e.what());
   }

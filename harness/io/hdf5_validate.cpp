@@ -408,7 +408,11 @@ std::string walk_file(hid_t file, const Note& note) {
 void set_validation_in_process(bool in_process) { g_in_process = in_process; }
 void set_validation_idle_timeout(double seconds) { g_idle_timeout_s = seconds; }
 
-Handle open_validated(const std::string& path, const FileIdentity& identity) {
+uint64_t copy_limit(uint64_t file_size) {
+  return std::min(file_size + file_size / 4 + (uint64_t(1) << 20), memory_budget() / 2);
+}
+
+Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size) {
   std::string out;
   if (g_in_process) {
     walk_and_copy(path, identity, [](const std::string&) {}, out);
@@ -421,12 +425,12 @@ Handle open_validated(const std::string& path, const FileIdentity& identity) {
         // The walk holds one slab (at most a 64 MiB chunk) and libhdf5's caches, the copy the
         // file's size twice (the in-memory file and its image); the budget bounds the rest, and
         // what libhdf5 allocates inside a read (an inflating deflate stream).
-        {g_idle_timeout_s, size_t(memory_budget()), memory_budget() + (uint64_t(256) << 20)});
+        {g_idle_timeout_s, size_t(copy_limit(file_size) + 1), memory_budget() + (uint64_t(256) << 20)});
     if (r.status == IsolatedResult::Status::ok) {
       out = std::move(r.data);
     } else if (r.status == IsolatedResult::Status::too_large) {
-      out = "P/: the validated copy of the file is larger than the memory budget (" +
-            std::to_string(memory_budget()) + " bytes; --max-memory)";
+      out = "P/: corrupt file: its validated copy is larger than a copy of this file can be (allowed: at most " +
+            std::to_string(copy_limit(file_size)) + " bytes, its size and a quarter plus 1 MiB, within half the memory budget)";
     } else {
       const std::string obj = r.last_note.empty() ? "/" : r.last_note;
       out = "P" + obj + ": corrupt file: libhdf5 failed while reading this object (" + r.describe(g_idle_timeout_s) + ")";

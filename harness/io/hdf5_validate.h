@@ -16,6 +16,7 @@
 #pragma once
 #include <hdf5.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -35,8 +36,15 @@ std::string walk_file(hid_t file, const std::function<void(const std::string&)>&
 // Opens `path` with libhdf5, checks that it is the file `identity` names, walks it and copies it,
 // in a child process (or in this process, see below); returns the copy of its root group, open
 // read-only in memory. Throws h5::Error "<path>:<object>: <problem>" when the file breaks the
-// policy or libhdf5 fails on it.
-Handle open_validated(const std::string& path, const FileIdentity& identity);
+// policy or libhdf5 fails on it. `file_size` bounds the copy (copy_limit).
+Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size);
+
+// The largest copy accepted from the child for a file of `file_size` bytes: its size and a
+// quarter, plus 1 MiB (copies of real files are within 1 % of their size), and at most half the
+// memory budget, since this process holds the copy twice. A copy past it comes from a corrupt
+// file (finding 9, docs/reliability.md: a wild variable-length string copied out of a 19 KB
+// trace made an image of gigabytes).
+uint64_t copy_limit(uint64_t file_size);
 
 // Fuzz targets only: walk in this process, so that the fuzzer explores the walk and the readers
 // at full speed (libhdf5 findings then show as crashes); the isolation is fuzzed separately.
