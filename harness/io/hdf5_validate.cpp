@@ -413,6 +413,10 @@ uint64_t copy_limit(uint64_t file_size) {
 }
 
 Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size) {
+  // The copy is held twice at its peak (the in-memory file and its image), in the child and in
+  // this process: a file of more than half the budget is refused before the child starts.
+  const std::string over = over_budget(mul_sat(file_size, 2), "the validated copy of the file (twice its size)");
+  if (!over.empty()) throw Error(printable(path) + ": " + over);
   std::string out;
   if (g_in_process) {
     walk_and_copy(path, identity, [](const std::string&) {}, out);

@@ -36,7 +36,8 @@ std::string walk_file(hid_t file, const std::function<void(const std::string&)>&
 // Opens `path` with libhdf5, checks that it is the file `identity` names, walks it and copies it,
 // in a child process (or in this process, see below); returns the copy of its root group, open
 // read-only in memory. Throws h5::Error "<path>:<object>: <problem>" when the file breaks the
-// policy or libhdf5 fails on it. `file_size` bounds the copy (copy_limit).
+// policy or libhdf5 fails on it, or when the copy would not fit: twice `file_size` within the
+// memory budget (checked first), the copy itself within copy_limit.
 Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size);
 
 // The largest copy accepted from the child for a file of `file_size` bytes: its size and a
