@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `tqref conform` on the H200, the way a GB10 owner runs it (docs/gb10.md), over our own modules
-# and some that must fail. Four runs, each with its own report directory under OUT_DIR:
+# `tqref conform` on the H200, the way a GB10 owner runs it (docs/conform-guide.md), over our own
+# modules and some that must fail. Four runs, each with its own report directory under OUT_DIR:
 #   own/      our writers + decoders as PTX (compute_90, JIT), as cubins (sm_90) and as fatbins;
 #             decoders' HDIM probed for PTX/fatbin, stated with --hdim for the cubins.
 #             Suites: smoke + shard 0/4 of standard.               expected exit 0

@@ -1,9 +1,10 @@
 // `tqref conform --modules PATH...`: one command that tells the owner of an engine's kernel
 // modules whether they honour the contract (SPEC), with a report to attach to a pull request
-// (docs/gb10.md). Finds the six kernels in the given modules, establishes each decoder module's
-// HDIM, uses (or with --calibrate measures) this GPU's EX2 profile, runs the golden suites at
-// level W / D (or T without a profile) and I (invariance), and writes conform.md, conform.json,
-// conform.junit.xml and reproducers into --out. Exit codes: conform/result.h (exit_code) and docs/cli.md.
+// (docs/conform-guide.md). Finds the six kernels in the given modules, establishes each decoder
+// module's HDIM, uses (or with --calibrate measures) this GPU's EX2 profile, runs the golden
+// suites at level W / D (or T without a profile) and I (invariance), and writes conform.md,
+// conform.json, conform.junit.xml and reproducers into --out. Exit codes: conform/result.h
+// (exit_code) and docs/cli.md.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -285,7 +286,8 @@ int cmd_conform(const std::vector<std::string>& args) {
   po::options_description desc(
       "usage: tqref conform --modules PATH... [options]\n"
       "Checks an engine's kernel modules (.cubin, .ptx, .fatbin files or directories of them)\n"
-      "against the contract on this GPU and writes conform.md/json/junit.xml to --out (docs/gb10.md).\n"
+      "against the contract on this GPU and writes conform.md/json/junit.xml to --out "
+      "(docs/conform-guide.md).\n"
       "Exit 0: every kernel found passed every case; 1: a case failed; 2: usage; 3: a module cannot\n"
       "be loaded or checked; 4: no GPU; 5: internal; 6: a kernel faulted the GPU. Options");
   desc.add_options()("help,h", "this text")(

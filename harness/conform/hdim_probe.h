@@ -1,9 +1,9 @@
 // Which HDIM a decoder module was built with, when --hdim does not say. Each decoder of the
 // module is launched on a probe case at head_dim 128 and at head_dim 256, and the HDIM is read
-// from WHAT IT WRITES, independently of whether the values are right (docs/gb10.md, step 3):
-// the output is poisoned, every row of an L == 1 sequence is followed by two rows of L == 0
-// sequences that a correct launch never writes, and lanes always cover HDIM dims while the
-// output address uses the runtime head_dim (docs/spec.md section 5), so
+// from WHAT IT WRITES, independently of whether the values are right (docs/conform-guide.md,
+// step 3): the output is poisoned, every row of an L == 1 sequence is followed by two rows of
+// L == 0 sequences that a correct launch never writes, and lanes always cover HDIM dims while
+// the output address uses the runtime head_dim (docs/spec.md section 5), so
 //   an HDIM=128 build writes 128 elements per CTA: all of a head_dim=128 row, the first half of
 //     a head_dim=256 row (dims 128-255 keep their poison);
 //   an HDIM=256 build writes 256 elements per CTA: all of a head_dim=256 row, and at head_dim 128

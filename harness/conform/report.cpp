@@ -130,7 +130,8 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
        "against itself under other batch placements, block numberings, padded strides, repeats and "
        "lengths of the other sequences (writers: token order, padding tokens, strides, split launches), "
        "no EX2 profile needed; the column counts the cases whose every variant kept the bits. Each "
-       "failure carries an anatomy sentence and a hypothesis verdict (docs/gb10.md, section 6).\n\n";
+       "failure carries an anatomy sentence and a hypothesis verdict "
+       "(docs/conform-guide.md, section 6).\n\n";
 
   s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | I | verdict |\n"
        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
