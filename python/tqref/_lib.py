@@ -1,10 +1,12 @@
 """Loads libtqref_c.so (python/capi) with ctypes and declares its functions.
 
 Where the library is looked for, in order (the first that exists is loaded):
-  1. $TQREF_LIBRARY, the path of the .so itself (a carried or installed copy);
-  2. tqref/_native/libtqref_c.so inside this package (a copy installed next to it);
-  3. the build trees of the checkout this package sits in: build/default, build/cpu-only,
-     build/debug (python/libtqref_c.so in each), the CMake presets' folders.
+  1. $TQREF_LIBRARY, the path of the .so itself (a carried copy, or another build's);
+  2. tqref/_native/libtqref_c.so inside this package: an installed copy's (pip install, which
+     puts it there from a CMake build tree: python/setup.py);
+  3. when the package runs from a checkout (python/tqref, not installed): that checkout's build
+     trees build/default, build/cpu-only, build/debug (python/libtqref_c.so in each), the CMake
+     presets' folders.
 ctypes releases the GIL for the duration of every foreign call, so the model's OpenMP threads
 run while other Python threads go on.
 """
@@ -18,6 +20,8 @@ from .errors import BadArgument, BadFile, TqrefError
 ABI_VERSION = 1
 
 _here = Path(__file__).resolve().parent
+# The checkout this package runs from (python/tqref -> the checkout), None for an installed copy.
+_checkout = _here.parent.parent if (_here.parent / "capi" / "tqref_c.h").is_file() else None
 _PRESETS = ("default", "cpu-only", "debug")
 
 
@@ -26,8 +30,8 @@ def _candidates():
     if env:
         return [Path(env)]
     found = [_here / "_native" / "libtqref_c.so"]
-    root = _here.parent.parent  # python/tqref -> the checkout
-    found += [root / "build" / p / "python" / "libtqref_c.so" for p in _PRESETS]
+    if _checkout:
+        found += [_checkout / "build" / p / "python" / "libtqref_c.so" for p in _PRESETS]
     return found
 
 
@@ -39,10 +43,10 @@ def _load():
                 return ctypes.CDLL(str(path)), path
             except OSError as e:
                 raise ImportError(f"tqref: cannot load {path}: {e} (its libraries: ldd {path})") from e
-    raise ImportError(
-        "tqref: libtqref_c.so not found; looked in: " + ", ".join(str(p) for p in tried) +
-        ". Build it (cmake --preset cpu-only && cmake --build --preset cpu-only --target tqref_c)"
-        " or set TQREF_LIBRARY to its path.")
+    fix = ("Build it (cmake --preset cpu-only && cmake --build --preset cpu-only --target tqref_c)"
+           if _checkout else "Reinstall the package from a checkout (docs/python.md, Install)")
+    raise ImportError("tqref: libtqref_c.so not found; looked in: " +
+                      ", ".join(str(p) for p in tried) + f". {fix} or set TQREF_LIBRARY to its path.")
 
 
 lib, path = _load()
