@@ -7,15 +7,17 @@
 #include <vector>
 
 #include "decode_fast.h"
+#include "rules.h"
 #include "tqref/contract.h"
 #include "tqref/model_path.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
 // Operation-by-operation model of paged_decode_attn_bf16k_turbo{2,3,4}v (docs/spec.md section 5).
-// Every arithmetic line below is one f32 operation of the kernel, in the kernel's order; the
-// build forbids contraction (-ffp-contract=off), as the kernels are built with --fmad=false.
-// Loops that run "for each lane" or "for each dim" only reorder independent operations.
+// Every rounded operation below is one f32 operation of the kernel, in the kernel's order, made
+// by the rules policy R (rules.h: the contract, or one variant of it); the build forbids
+// contraction (-ffp-contract=off), as the kernels are built with --fmad=false. Loops that run
+// "for each lane" or "for each dim" only reorder independent operations.
 
 namespace tqref {
 
@@ -43,14 +45,16 @@ struct Pools {
 };
 
 // dequant(p) of docs/spec.md section 5 as a table: value[sb][code] = f32(f32(fp16(CB[code])) * gs(sb)),
-// computed by dequantize_code, the same two roundings as the kernel, once per (scale, code).
+// the same two roundings as the kernel (dequantize_code), once per (scale, code).
 struct DequantTable {
   std::array<float, 256 * 16> value{};
   uint32_t levels = 0;
-  explicit DequantTable(const FormatTraits& t) : levels(t.levels) {
+  template <class R>
+  DequantTable(const FormatTraits& t, const R& r) : levels(t.levels) {
     for (uint32_t sb = 0; sb < 256; ++sb)
       for (uint32_t c = 0; c < t.levels; ++c)
-        value[sb * 16 + c] = dequantize_code(t, c, static_cast<uint8_t>(sb));
+        value[sb * 16 + c] = r.mul(Step::d_dequant_mul, r.decoder_codebook(t.codebook[c]),
+                                   fp8e4m3_to_f32(static_cast<uint8_t>(sb)));
   }
 };
 
@@ -63,15 +67,13 @@ struct WarpState {
   std::array<float, HDIM> o{};
 };
 
-// One CTA (q head qh, sequence s).
-template <uint32_t HDIM>
+// One CTA (q head qh, sequence s) under the rules policy R.
+template <uint32_t HDIM, class R>
 class Cta {
  public:
-  static constexpr uint32_t kVec = HDIM / kWarpSize;  // dims per lane: 4 or 8
-
-  Cta(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2, const DecodeParams& p,
-      uint32_t s, uint32_t qh)
-      : pools_(pools), dq_(dq), ex2_(ex2), p_(p), s_(s),
+  Cta(const R& r, const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
+      const DecodeParams& p, uint32_t s, uint32_t qh)
+      : r_(r), pools_(pools), dq_(dq), ex2_(ex2), p_(p), s_(s),
         kvh_(qh / (p.num_q_heads / p.num_kv_heads)), dims_(p.head_dim) {
     // docs/spec.md section 5.1: dims head_dim .. HDIM-1 are the inactive lanes' dims; their q and
     // k are +0, which gives exactly the +0 partial sums of an inactive lane.
@@ -94,10 +96,11 @@ class Cta {
     }
     merge(warps);
     const WarpState<HDIM>& w0 = warps[0];
-    const float inv = w0.l > 0.0f ? 1.0f / w0.l : 0.0f;  // correctly rounded; NaN l -> 0
+    // correctly rounded; NaN l -> 0
+    const float inv = w0.l > 0.0f ? r_.div(Step::d_inv_div, 1.0f, w0.l) : 0.0f;
     for (uint32_t d = 0; d < dims_; ++d) {
-      const float y = w0.o[d] * inv;
-      out[d] = f32_to_bf16(y);
+      const float y = r_.mul(Step::d_out_mul, w0.o[d], inv);
+      out[d] = r_.output_bf16(y);
       if (diag) diag->out_f32[d] = y;
     }
     if (diag) {
@@ -110,7 +113,7 @@ class Cta {
   // One step of a warp's walk: a batch (n = 4) or a single (n = 1) starting at position p,
   // with the factors the kernel computes for it: eo rescales the old state, ef[b] weighs
   // position p + b.
-  struct Step {
+  struct WalkStep {
     uint64_t p;
     uint32_t n;
     float eo;
@@ -130,19 +133,20 @@ class Cta {
     steps_.clear();
     for (uint64_t p = lo; p < hi;) {
       const uint64_t block_end = std::min((p / B + 1) * B, hi);
-      for (; p + 4 <= block_end; p += 4) steps_.push_back(Step{p, 4, 0.0f, {}});
-      for (; p < block_end; ++p) steps_.push_back(Step{p, 1, 0.0f, {}});
+      if (r_.takes_batches())
+        for (; p + 4 <= block_end; p += 4) steps_.push_back(WalkStep{p, 4, 0.0f, {}});
+      for (; p < block_end; ++p) steps_.push_back(WalkStep{p, 1, 0.0f, {}});
     }
     scores_.resize(hi > lo ? hi - lo : 0);
     for (uint64_t p = lo; p < hi; ++p) scores_[p - lo] = score(p);
-    for (Step& st : steps_) {
+    for (WalkStep& st : steps_) {
       const float* sc = scores_.data() + (st.p - lo);
       if (st.n == 4)
         batch_factors(ws, sc, st);
       else
         single_factors(ws, sc[0], st);
     }
-    for (const Step& st : steps_) {
+    for (const WalkStep& st : steps_) {
       if (st.n == 4)
         batch_accumulate(ws, st);
       else
@@ -150,11 +154,13 @@ class Cta {
     }
   }
 
-  // EXPF of docs/spec.md section 5, or mutant 14's unsplit variant when p.expf_split is false: EX2 of
-  // y = f32(x * log2(e)) for every y, so y < -126 gives +0 (fault injection only).
-  float expf(float x) const {
-    if (p_.expf_split) return ex2_.expf(x);
-    return ex2_.ex2(x * f32_from_bits(0x3FB8AA3Bu));
+  // EXPF of docs/spec.md section 5 of x = a - b, or mutant 14's unsplit variant when
+  // p.expf_split is false: EX2 of y = f32(x * log2(e)) for every y, so y < -126 gives +0
+  // (fault injection only).
+  float expf_of_difference(float a, float b) const {
+    const float x = r_.sub(Step::d_max_sub, a, b);
+    if (p_.expf_split) return r_.expf(ex2_, x);
+    return ex2_.ex2(x * f32_from_bits(rules::kLog2eBits));
   }
 
   // Physical block of logical position p, from the sequence's block table.
@@ -168,32 +174,30 @@ class Cta {
   // operations: lane l's pair i is f32(f32(q[2i]*k[2i]) + f32(q[2i+1]*k[2i+1])) over its dims
   // l*VEC.., and its partial sum adds its pairs in order, starting from 0.
   float score(uint64_t p) const {
-    constexpr uint32_t kPairs = kVec / 2;  // pairs per lane
     const CacheGeometry& g = pools_.geo;
     const uint64_t slot = physical_block(p) * g.block_size + p % g.block_size;
     const uint8_t* kbytes = pools_.k + g.k_row_offset(int64_t(slot)) + uint64_t(kvh_) * dims_ * 2;
     std::array<uint16_t, HDIM> kbits{};  // dims >= head_dim stay +0 (section 5.1)
     std::memcpy(kbits.data(), kbytes, uint64_t(dims_) * 2);
-    std::array<float, HDIM> prod;
-    for (uint32_t d = 0; d < HDIM; ++d) prod[d] = q_[d] * bf16_to_f32(kbits[d]);  // --fmad=false
     std::array<float, HDIM / 2> pair;
-    for (uint32_t j = 0; j < HDIM / 2; ++j) pair[j] = prod[2 * j] + prod[2 * j + 1];
+    for (uint32_t j = 0; j < HDIM / 2; ++j)
+      pair[j] = r_.sum_products(Fusion::d_pair_ab, Fusion::d_pair_cd, Step::d_qk_mul,
+                                Step::d_qk_mul, Step::d_pair_add, q_[2 * j],
+                                bf16_to_f32(kbits[2 * j]), q_[2 * j + 1],
+                                bf16_to_f32(kbits[2 * j + 1]));
     std::array<float, kWarpSize> part;
     part.fill(0.0f);
-    for (uint32_t i = 0; i < kPairs; ++i)
-      for (uint32_t lane = 0; lane < kWarpSize; ++lane) part[lane] = part[lane] + pair[lane * kPairs + i];
-    // __shfl_xor_sync(part, off): lane l reads the old value of lane l ^ off. Within each block
-    // of 2*off lanes the lower half reads the upper half and vice versa.
-    for (uint32_t off = 16; off >= 1; off /= 2) {
+    r_.template lane_partials<HDIM>(pair.data(), part.data());
+    // __shfl_xor_sync(part, off): lane l reads the old value of lane l ^ off.
+    for (uint32_t i = 0; i < 5; ++i) {
+      const uint32_t off = r_.butterfly_offset(i);
       std::array<float, kWarpSize> next;
-      for (uint32_t base = 0; base < kWarpSize; base += 2 * off)
-        for (uint32_t j = 0; j < off; ++j) {
-          next[base + j] = part[base + j] + part[base + off + j];
-          next[base + off + j] = part[base + off + j] + part[base + j];
-        }
+      for (uint32_t lane = 0; lane < kWarpSize; ++lane)
+        next[lane] = r_.add(Step::d_butterfly_add, part[lane], part[lane ^ off]);
       part = next;
     }
-    return part[0] * p_.inv_sqrt_d;  // all lanes hold the same sum (f32 + is commutative)
+    // all lanes hold the same sum (f32 + is commutative)
+    return r_.mul(Step::d_score_mul, part[0], p_.inv_sqrt_d);
   }
 
   // V of position p for head kvh: vals[d] = dequant of element (kvh*D + d) of the slot's row.
@@ -229,78 +233,76 @@ class Cta {
   }
 
   // Batch of 4 scores, softmax part: mn = fmaxf(fmaxf(fmaxf(fmaxf(m, sc0), sc1), sc2), sc3),
-  // eo = EXPF(m - mn), l = l*eo, then for b: ef[b] = EXPF(sc[b] - mn), l = l + ef[b]; m = mn.
-  void batch_factors(WarpState<HDIM>& ws, const float* sc, Step& st) const {
+  // eo = EXPF(m - mn), ef[b] = EXPF(sc[b] - mn), l = f32(f32(l*eo) + ef[0]), then for b = 1..3
+  // l = l + ef[b]; m = mn.
+  void batch_factors(WarpState<HDIM>& ws, const float* sc, WalkStep& st) const {
     const float mn =
         fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(ws.m, sc[0]), sc[1]), sc[2]), sc[3]);
-    st.eo = expf(ws.m - mn);
-    ws.l = ws.l * st.eo;
-    for (uint32_t b = 0; b < 4; ++b) {
-      st.ef[b] = expf(sc[b] - mn);
-      ws.l = ws.l + st.ef[b];
-    }
+    st.eo = expf_of_difference(ws.m, mn);
+    for (uint32_t b = 0; b < 4; ++b) st.ef[b] = expf_of_difference(sc[b], mn);
+    ws.l = r_.mul_add(Fusion::d_batch_l, Step::d_l_mul, Step::d_l_add, ws.l, st.eo, st.ef[0]);
+    for (uint32_t b = 1; b < 4; ++b) ws.l = r_.add(Step::d_l_add, ws.l, st.ef[b]);
     ws.m = mn;
   }
 
-  // Batch, V part: o = o*eo, then v[b] = ef[b] > THRESH ? dequant : 0 and, for b = 0..3,
-  // o = o + ef[b]*v[b].
-  void batch_accumulate(WarpState<HDIM>& ws, const Step& st) const {
-    for (uint32_t d = 0; d < HDIM; ++d) ws.o[d] = ws.o[d] * st.eo;
+  // Batch, V part: v[b] = ef[b] > THRESH ? dequant : 0; o = f32(f32(o*eo) + f32(ef[0]*v[0])),
+  // then for b = 1..3 o = f32(o + f32(ef[b]*v[b])) (also for a skipped position: ef * 0).
+  void batch_accumulate(WarpState<HDIM>& ws, const WalkStep& st) const {
     std::array<std::array<float, HDIM>, 4> v;
     for (uint32_t b = 0; b < 4; ++b) load_v(st.p + b, st.ef[b], v[b].data());
-    for (uint32_t b = 0; b < 4; ++b)
-      for (uint32_t d = 0; d < HDIM; ++d) {
-        const float t = st.ef[b] * v[b][d];  // also for a skipped position: ef * 0
-        ws.o[d] = ws.o[d] + t;
-      }
+    for (uint32_t d = 0; d < HDIM; ++d)
+      ws.o[d] = r_.sum_products(Fusion::d_batch_o_ab, Fusion::d_batch_o_cd, Step::d_o_mul,
+                                Step::d_ev_mul, Step::d_o_add, ws.o[d], st.eo, st.ef[0], v[0][d]);
+    for (uint32_t b = 1; b < 4; ++b)
+      for (uint32_t d = 0; d < HDIM; ++d)
+        ws.o[d] = r_.mul_add(Fusion::d_batch_ev, Step::d_ev_mul, Step::d_o_add, st.ef[b], v[b][d],
+                             ws.o[d]);
   }
 
   // Single score, softmax part: mn = fmaxf(m, sc), eo = EXPF(m - mn), en = EXPF(sc - mn),
   // l = f32(f32(l*eo) + en), m = mn.
-  void single_factors(WarpState<HDIM>& ws, float sc, Step& st) const {
+  void single_factors(WarpState<HDIM>& ws, float sc, WalkStep& st) const {
     const float mn = fmaxf_cuda(ws.m, sc);
-    st.eo = expf(ws.m - mn);
-    st.ef[0] = expf(sc - mn);
-    const float scaled_l = ws.l * st.eo;
-    ws.l = scaled_l + st.ef[0];
+    st.eo = expf_of_difference(ws.m, mn);
+    st.ef[0] = expf_of_difference(sc, mn);
+    ws.l = r_.mul_add(Fusion::d_single_l, Step::d_l_mul, Step::d_l_add, ws.l, st.eo, st.ef[0]);
     ws.m = mn;
   }
 
   // Single, V part: v = en > THRESH ? dequant : 0, o = f32(f32(o*eo) + f32(en*v)).
-  void single_accumulate(WarpState<HDIM>& ws, const Step& st) const {
+  void single_accumulate(WarpState<HDIM>& ws, const WalkStep& st) const {
     std::array<float, HDIM> v;
     load_v(st.p, st.ef[0], v.data());
-    for (uint32_t d = 0; d < HDIM; ++d) {
-      const float a = ws.o[d] * st.eo;
-      const float b = st.ef[0] * v[d];
-      ws.o[d] = a + b;
-    }
+    for (uint32_t d = 0; d < HDIM; ++d)
+      ws.o[d] = r_.sum_products(Fusion::d_single_o_ab, Fusion::d_single_o_cd, Step::d_o_mul,
+                                Step::d_ev_mul, Step::d_o_add, ws.o[d], st.eo, st.ef[0], v[d]);
   }
 
-  // Shared-memory tree: for stride 4, 2, 1 warp w < stride absorbs warp w + stride if that
-  // warp's l > 0 (NaN l: not absorbed).
+  // Shared-memory tree (R::merge_partner): for stride 4, 2, 1 warp w < stride absorbs warp
+  // w + stride if that warp's l > 0 (NaN l: not absorbed); l = f32(f32(a.l*fa) + f32(o.l*fo)),
+  // o likewise.
   void merge(std::array<WarpState<HDIM>, kDecodeWarps>& warps) const {
-    for (uint32_t stride = kDecodeWarps / 2; stride >= 1; stride /= 2) {
-      for (uint32_t w = 0; w < stride; ++w) {
+    for (uint32_t step = 0; step < r_.merge_steps(); ++step) {
+      for (uint32_t w = 0; w < kDecodeWarps; ++w) {
+        uint32_t partner = 0;
+        if (!r_.merge_partner(step, w, partner)) continue;
         WarpState<HDIM>& a = warps[w];
-        const WarpState<HDIM>& o = warps[w + stride];
+        const WarpState<HDIM>& o = warps[partner];
         if (!(o.l > 0.0f)) continue;
         const float mn = fmaxf_cuda(a.m, o.m);
-        const float fa = expf(a.m - mn);
-        const float fo = expf(o.m - mn);
-        const float la = a.l * fa;
-        const float lo = o.l * fo;
-        a.l = la + lo;
+        const float fa = expf_of_difference(a.m, mn);
+        const float fo = expf_of_difference(o.m, mn);
+        a.l = r_.sum_products(Fusion::d_merge_l_ab, Fusion::d_merge_l_cd, Step::d_merge_mul,
+                              Step::d_merge_mul, Step::d_merge_add, a.l, fa, o.l, fo);
         a.m = mn;
-        for (uint32_t d = 0; d < HDIM; ++d) {
-          const float x = a.o[d] * fa;
-          const float y = o.o[d] * fo;
-          a.o[d] = x + y;
-        }
+        for (uint32_t d = 0; d < HDIM; ++d)
+          a.o[d] = r_.sum_products(Fusion::d_merge_o_ab, Fusion::d_merge_o_cd, Step::d_merge_mul,
+                                   Step::d_merge_mul, Step::d_merge_add, a.o[d], fa, o.o[d], fo);
       }
     }
   }
 
+  const R& r_;
   const Pools& pools_;
   const DequantTable& dq_;
   const Ex2Profile& ex2_;
@@ -311,7 +313,7 @@ class Cta {
   std::array<float, HDIM> q_;
   uint8_t* skipped_ = nullptr;  // diagnostics mask over [start, L), or null
   uint32_t start_ = 0;
-  std::vector<Step> steps_;     // the current warp's walk
+  std::vector<WalkStep> steps_; // the current warp's walk
   std::vector<float> scores_;   // the current warp's scores, [hi - lo]
 };
 
@@ -343,8 +345,8 @@ void no_compute_diag(DecodeHeadDiag& hd, uint32_t positions, uint32_t head_dim) 
   hd.out_f32.assign(head_dim, nan);
 }
 
-template <uint32_t HDIM>
-void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
+template <uint32_t HDIM, class R>
+void run_all(const R& r, const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
              std::span<uint16_t> output, std::span<const int32_t> lens, const DecodeParams& p,
              DecodeDiagnostics* diag) {
   const int64_t ctas = int64_t(p.num_seqs) * p.num_q_heads;
@@ -366,11 +368,44 @@ void run_all(const Pools& pools, const DequantTable& dq, const Ex2Profile& ex2,
       hd->skipped.assign(L - window_start(L, p.sliding_window), 0);
       hd->out_f32.assign(p.head_dim, 0.0f);
     }
-    Cta<HDIM> cta(pools, dq, ex2, p, s, qh);
+    Cta<HDIM, R> cta(r, pools, dq, ex2, p, s, qh);
     cta.run(L, out, hd);
     if (hd)
       hd->skip_count = uint32_t(std::count(hd->skipped.begin(), hd->skipped.end(), uint8_t(1)));
   }
+}
+
+// The scalar model under the rules policy r, after validation.
+template <class R>
+void run_scalar(const R& r, const FormatTraits& t, std::span<const uint16_t> q,
+                std::span<const uint8_t> k_cache, std::span<const uint8_t> v_cache,
+                std::span<uint16_t> output, std::span<const int32_t> block_tables,
+                std::span<const int32_t> seq_lens, const DecodeParams& p, const Ex2Profile& ex2,
+                DecodeDiagnostics* diag) {
+  const Pools pools{q.data(),
+                    k_cache.data(),
+                    v_cache.data(),
+                    block_tables.data(),
+                    CacheGeometry{p.num_kv_heads, p.head_dim, p.block_size, 0,
+                                  p.v_block_stride_bytes, p.v_data_section_bytes},
+                    t.bits,
+                    t.group_code_bytes};
+  const DequantTable dq(t, r);
+  if (p.hdim == 128)
+    run_all<128>(r, pools, dq, ex2, output, seq_lens, p, diag);
+  else
+    run_all<256>(r, pools, dq, ex2, output, seq_lens, p, diag);
+}
+
+// Validation and diagnostics set-up of both entry points; false when there is nothing to run.
+bool prepare(Format format, std::span<const uint16_t> q, std::span<const uint8_t> k_cache,
+             std::span<const uint8_t> v_cache, std::span<uint16_t> output,
+             std::span<const int32_t> block_tables, std::span<const int32_t> seq_lens,
+             const DecodeParams& p, DecodeDiagnostics* diag) {
+  validate(format, q.size(), k_cache.size(), v_cache.size(), output.size(), block_tables, seq_lens,
+           p);
+  if (diag) diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
+  return p.num_seqs != 0;
 }
 
 }  // namespace
@@ -380,30 +415,26 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<uint16_t> output, std::span<const int32_t> block_tables,
                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                         const Ex2Profile& ex2, DecodeDiagnostics* diag) {
-  const FormatTraits& t = traits(format);
-  validate(format, q.size(), k_cache.size(), v_cache.size(), output.size(), block_tables, seq_lens,
-           p);
-  if (diag) {
-    diag->heads.assign(uint64_t(p.num_seqs) * p.num_q_heads, DecodeHeadDiag{});
-  }
-  if (p.num_seqs == 0) return;
+  if (!prepare(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, diag)) return;
   // The SIMD path (decode_fast.h), equal bit for bit, covers launches inside the contract; the
   // rare head_dim != hdim launches of docs/spec.md section 5.1 run on this scalar path.
   if (model_path() == ModelPath::fast && decode_in_contract(p.head_dim, p.hdim))
     return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
-  const Pools pools{q.data(),
-                    k_cache.data(),
-                    v_cache.data(),
-                    block_tables.data(),
-                    CacheGeometry{p.num_kv_heads, p.head_dim, p.block_size, 0,
-                                  p.v_block_stride_bytes, p.v_data_section_bytes},
-                    t.bits,
-                    t.group_code_bytes};
-  const DequantTable dq(t);
-  if (p.hdim == 128)
-    run_all<128>(pools, dq, ex2, output, seq_lens, p, diag);
-  else
-    run_all<256>(pools, dq, ex2, output, seq_lens, p, diag);
+  run_scalar(rules::ContractRules{}, traits(format), q, k_cache, v_cache, output, block_tables,
+             seq_lens, p, ex2, diag);
+}
+
+void paged_decode_model(Format format, std::span<const uint16_t> q,
+                        std::span<const uint8_t> k_cache, std::span<const uint8_t> v_cache,
+                        std::span<uint16_t> output, std::span<const int32_t> block_tables,
+                        std::span<const int32_t> seq_lens, const DecodeParams& p,
+                        const Ex2Profile& ex2, const Variant& v, DecodeDiagnostics* diag) {
+  if (v.is_contract())
+    return paged_decode_model(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2,
+                              diag);
+  if (!prepare(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, diag)) return;
+  run_scalar(rules::VariantRules(v), traits(format), q, k_cache, v_cache, output, block_tables,
+             seq_lens, p, ex2, diag);
 }
 
 }  // namespace tqref

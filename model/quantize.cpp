@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "rules.h"
 #include "tqref/numeric.h"
 
 namespace tqref {
@@ -19,54 +20,53 @@ uint32_t count_bounds_le(const float* bounds, float y) {
   return n;
 }
 
-// Steps 1-7 of docs/spec.md section 4 for `count` consecutive groups (t.bits == Bits). Each group's
-// arithmetic is exactly the spec's, in its order; only the interleaving of independent groups
-// differs: every step runs over all groups before the next step, so that the long serial sums
-// (nsq, rsq) of several groups are in flight together (about 1.3x faster than group by group).
-template <uint32_t Bits>
+// Steps 1-7 of docs/spec.md section 4 for `count` consecutive groups (t.bits == Bits), every
+// rounded operation through the rules policy R (rules.h). Each group's arithmetic is exactly the
+// spec's, in its order; only the interleaving of independent groups differs: every step runs
+// over all groups before the next step, so that the long serial sums (nsq, rsq) of several
+// groups are in flight together (about 1.3x faster than group by group).
+template <uint32_t Bits, class R>
 void quantize_groups_fixed(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
-                           QuantizedGroup* out) {
+                           QuantizedGroup* out, const R& r) {
   constexpr uint32_t kLevels = 1u << Bits;
   for (uint32_t k = 0; k < count; ++k) {
     const uint16_t* xb = x_bf16 + k * kGroupSize;
     QuantizedGroup& g = out[k];
-    // 1. squared norm, sequential, a rounded product then a rounded sum (--fmad=false)
+    // 1. squared norm, sequential: f32(nsq + f32(x*x))
     float nsq = 0.0f;
     for (uint32_t i = 0; i < kGroupSize; ++i) {
-      float x = bf16_to_f32(xb[i]);
-      float sq = x * x;
-      nsq = nsq + sq;
+      const float x = bf16_to_f32(xb[i]);
+      nsq = r.mul_add(Fusion::w_nsq, Step::w_nsq_square, Step::w_nsq_add, x, x, nsq);
     }
     // 2. absolute maximum with CUDA's fmaxf, which returns the other operand when one is NaN.
     // amax starts at 0 and only ever takes non-NaN values, so fmaxf(amax, a) is exactly
     // `a > amax ? a : amax` (a NaN a fails the compare); no -0.0 arises since fabs clears signs.
     float amax = 0.0f;
     for (uint32_t i = 0; i < kGroupSize; ++i) {
-      float a = std::fabs(bf16_to_f32(xb[i]));
+      const float a = r.abs(bf16_to_f32(xb[i]));
       amax = a > amax ? a : amax;
     }
     g.nsq = nsq;
     g.amax = amax;
     // 3. inverse scale onto the codebook's range
-    g.inv = amax > 1e-12f ? t.max / amax : 1.0f;
+    g.inv = amax > 1e-12f ? r.div(Step::w_inv_div, t.max, amax) : 1.0f;
   }
   // 4. codes of the scaled values
   for (uint32_t k = 0; k < count; ++k) {
     const uint16_t* xb = x_bf16 + k * kGroupSize;
     QuantizedGroup& g = out[k];
     for (uint32_t i = 0; i < kGroupSize; ++i) {
-      float y = bf16_to_f32(xb[i]) * g.inv;
+      const float y = r.mul(Step::w_scaled_mul, bf16_to_f32(xb[i]), g.inv);
       g.codes[i] = static_cast<uint8_t>(count_bounds_le<kLevels>(t.bounds, y));
     }
   }
-  // 5. squared norm of the chosen fp32 codebook entries
+  // 5. squared norm of the chosen fp32 codebook entries: f32(rsq + f32(c*c))
   for (uint32_t k = 0; k < count; ++k) {
     QuantizedGroup& g = out[k];
     float rsq = 0.0f;
     for (uint32_t i = 0; i < kGroupSize; ++i) {
-      float c = t.codebook[g.codes[i]];
-      float sq = c * c;
-      rsq = rsq + sq;
+      const float c = t.codebook[g.codes[i]];
+      rsq = r.mul_add(Fusion::w_rsq, Step::w_rsq_square, Step::w_rsq_add, c, c, rsq);
     }
     g.rsq = rsq;
   }
@@ -75,11 +75,22 @@ void quantize_groups_fixed(const FormatTraits& t, const uint16_t* x_bf16, uint32
   // for these codebooks; it is kept because the kernels have it. 7. fp8 scale byte.
   for (uint32_t k = 0; k < count; ++k) {
     QuantizedGroup& g = out[k];
-    g.rn = std::sqrt(g.rsq);
-    float s = g.rn > 1e-10f ? std::sqrt(g.nsq) / g.rn : g.amax / t.max;
+    g.rn = r.sqrt(Step::w_rn_sqrt, g.rsq);
+    float s = g.rn > 1e-10f ? r.div(Step::w_scale_div, r.sqrt(Step::w_nsq_sqrt, g.nsq), g.rn)
+                            : r.div(Step::w_fallback_div, g.amax, t.max);
     if (s > 448.0f) s = 448.0f;
     g.scale = s;
-    g.scale_byte = f32_to_fp8e4m3_satfinite(s);
+    g.scale_byte = r.scale_byte(s);
+  }
+}
+
+template <class R>
+void quantize_groups_with(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
+                          QuantizedGroup* out, const R& r) {
+  switch (t.bits) {
+    case 2: return quantize_groups_fixed<2>(t, x_bf16, count, out, r);
+    case 3: return quantize_groups_fixed<3>(t, x_bf16, count, out, r);
+    default: return quantize_groups_fixed<4>(t, x_bf16, count, out, r);
   }
 }
 
@@ -95,11 +106,12 @@ uint32_t code_index(const FormatTraits& t, float y) {
 
 void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
                      QuantizedGroup* out) {
-  switch (t.bits) {
-    case 2: return quantize_groups_fixed<2>(t, x_bf16, count, out);
-    case 3: return quantize_groups_fixed<3>(t, x_bf16, count, out);
-    default: return quantize_groups_fixed<4>(t, x_bf16, count, out);
-  }
+  quantize_groups_with(t, x_bf16, count, out, rules::ContractRules{});
+}
+
+void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
+                     QuantizedGroup* out, const Variant& v) {
+  quantize_groups_with(t, x_bf16, count, out, rules::VariantRules(v));
 }
 
 QuantizedGroup quantize_group(const FormatTraits& t, const uint16_t (&x_bf16)[kGroupSize]) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "tqref/format.h"
+#include "tqref/variant.h"
 
 namespace tqref {
 
@@ -24,6 +25,9 @@ QuantizedGroup quantize_group(const FormatTraits& t, const uint16_t (&x_bf16)[kG
 // fast path: out[k] equals quantize_group on group k bit for bit.
 void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
                      QuantizedGroup* out);
+// The same under a variant of the contract (tqref/variant.h; docs/variants.md).
+void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
+                     QuantizedGroup* out, const Variant& v);
 
 // The value the decoder reconstructs for code c with scale byte sb: f32(f32(fp16(CB[c])) * gs).
 float dequantize_code(const FormatTraits& t, uint32_t code, uint8_t scale_byte);

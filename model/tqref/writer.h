@@ -6,6 +6,7 @@
 #include <span>
 
 #include "tqref/format.h"
+#include "tqref/variant.h"
 
 namespace tqref {
 
@@ -32,5 +33,11 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<uint8_t> k_cache,
                              std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
                              const WriterParams& p);
+// The same under a variant of the contract (tqref/variant.h), on the scalar path; the contract
+// variant is the call above.
+void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
+                             std::span<const uint16_t> value, std::span<uint8_t> k_cache,
+                             std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
+                             const WriterParams& p, const Variant& v);
 
 }  // namespace tqref

@@ -1,0 +1,236 @@
+#include "tqref/variant.h"
+
+#include <stdexcept>
+
+#include "rules.h"
+
+namespace tqref {
+
+namespace {
+
+constexpr const char* kStepNames[kNumSteps] = {
+    "w-nsq-square", "w-nsq-add",    "w-inv-div",     "w-scaled-mul",  "w-rsq-square",
+    "w-rsq-add",    "w-rn-sqrt",    "w-nsq-sqrt",    "w-scale-div",   "w-fallback-div",
+    "w-scale-fp8",  "d-qk-mul",     "d-pair-add",    "d-part-add",    "d-butterfly-add",
+    "d-score-mul",  "d-max-sub",    "d-expf-mul",    "d-ex2",         "d-expf-half",
+    "d-expf-square", "d-l-mul",     "d-l-add",       "d-o-mul",       "d-ev-mul",
+    "d-o-add",      "d-merge-mul",  "d-merge-add",   "d-inv-div",     "d-out-mul",
+    "d-out-bf16",   "d-codebook-fp16", "d-dequant-mul"};
+
+constexpr const char* kFusionNames[kNumFusions] = {
+    "nsq",       "rsq",          "pair-ab",       "pair-cd",      "batch-l",
+    "batch-o-ab", "batch-o-cd",  "batch-ev",      "single-l",     "single-o-ab",
+    "single-o-cd", "merge-l-ab", "merge-l-cd",    "merge-o-ab",   "merge-o-cd"};
+
+uint32_t bit(Fusion f) { return 1u << static_cast<int>(f); }
+
+constexpr uint32_t kWriterFusions = (1u << int(Fusion::w_nsq)) | (1u << int(Fusion::w_rsq));
+
+// nvcc's contraction of the plain-operator source (docs/nvcc-fmad.md, read off the SASS of the
+// HDIM 128 and 256 builds for sm_90 and sm_121; the same sites in every format).
+uint32_t nvcc_fmad_fusions() {
+  return bit(Fusion::w_nsq) | bit(Fusion::w_rsq) | bit(Fusion::d_pair_ab) |
+         bit(Fusion::d_batch_l) | bit(Fusion::d_batch_o_cd) | bit(Fusion::d_batch_ev) |
+         bit(Fusion::d_single_l) | bit(Fusion::d_single_o_cd) | bit(Fusion::d_merge_l_cd) |
+         bit(Fusion::d_merge_o_cd);
+}
+
+std::vector<VariantInfo> make_named() {
+  std::vector<VariantInfo> v;
+  auto add = [&](Variant x, VariantKernel k, bool build, std::string what) {
+    v.push_back(VariantInfo{std::move(x), k, build, std::move(what)});
+  };
+  add(Variant{}, VariantKernel::both, true, "the contract (docs/spec.md)");
+  for (int i = 0; i < kNumFusions; ++i) {
+    Variant x;
+    x.name = std::string("fma:") + kFusionNames[i];
+    x.fused = 1u << i;
+    add(x, (x.fused & kWriterFusions) ? VariantKernel::writer : VariantKernel::decoder, false,
+        "one a*b + c site contracted into an FMA");
+  }
+  Variant fmad;
+  fmad.name = "nvcc-fmad";
+  fmad.fused = nvcc_fmad_fusions();
+  add(fmad, VariantKernel::both, true,
+      "the sites nvcc contracts in the plain-operator source (nvcc's default --fmad=true)");
+  Variant ftz;
+  ftz.name = "ftz";
+  ftz.ftz = true;
+  ftz.expf_unsplit = true;
+  add(ftz, VariantKernel::both, true,
+      "-ftz=true: every f32 operation flushes subnormal inputs and results; EXPF unsplit");
+  Variant unsplit;
+  unsplit.name = "expf-no-split";
+  unsplit.expf_unsplit = true;
+  add(unsplit, VariantKernel::decoder, true, "EXPF calls EX2 directly below -126 (mutant 14)");
+  Variant nb;
+  nb.name = "no-batch";
+  nb.no_batches = true;
+  add(nb, VariantKernel::decoder, true, "every position a single (mutant 3)");
+  Variant ms;
+  ms.name = "merge-sequential";
+  ms.merge_sequential = true;
+  add(ms, VariantKernel::decoder, true, "warp 0 absorbs warps 1..7 in turn (mutant 4)");
+  Variant ba;
+  ba.name = "butterfly-ascending";
+  ba.butterfly_ascending = true;
+  add(ba, VariantKernel::decoder, true, "butterfly offsets 1, 2, 4, 8, 16 (mutant 10)");
+  Variant cb;
+  cb.name = "fp32-codebook";
+  cb.fp32_codebook = true;
+  add(cb, VariantKernel::decoder, true, "dequant with the fp32 codebook (mutant 16)");
+  Variant ll;
+  ll.name = "lane-layout";
+  ll.other_lane_layout = true;
+  add(ll, VariantKernel::decoder, true,
+      "the other HDIM's lane layout for the score's partial sums (8 dims per lane at HDIM 128, "
+      "4 at HDIM 256)");
+  return v;
+}
+
+Variant merge(Variant a, const Variant& b) {
+  a.fused |= b.fused;
+  if (b.perturbed != Step::none) {
+    if (a.perturbed != Step::none)
+      throw std::invalid_argument("variant '" + a.name + "+" + b.name +
+                                  "': at most one perturbed step (ulp+:/ulp-:) per variant");
+    a.perturbed = b.perturbed;
+    a.ulps = b.ulps;
+  }
+  a.ftz |= b.ftz;
+  a.expf_unsplit |= b.expf_unsplit;
+  a.no_batches |= b.no_batches;
+  a.merge_sequential |= b.merge_sequential;
+  a.butterfly_ascending |= b.butterfly_ascending;
+  a.fp32_codebook |= b.fp32_codebook;
+  a.other_lane_layout |= b.other_lane_layout;
+  return a;
+}
+
+Variant parse_one(const std::string& name) {
+  for (const VariantInfo& i : named_variants())
+    if (i.v.name == name) return i.v;
+  for (const char* sign : {"ulp+:", "ulp-:"}) {
+    const std::string prefix(sign);
+    if (name.rfind(prefix, 0) != 0) continue;
+    for (int s = 0; s < kNumSteps; ++s)
+      if (name.substr(prefix.size()) == kStepNames[s]) {
+        Variant v;
+        v.name = name;
+        v.perturbed = Step(s);
+        v.ulps = prefix[3] == '+' ? 1 : -1;
+        return v;
+      }
+  }
+  std::string allowed;
+  for (const VariantInfo& i : named_variants()) allowed += (allowed.empty() ? "" : ", ") + i.v.name;
+  throw std::invalid_argument("unknown model variant '" + name + "'; allowed: " + allowed +
+                              ", ulp+:<step> and ulp-:<step> for a step of docs/spec.md's "
+                              "rounding steps (e.g. ulp+:d-inv-div), or names joined by '+'");
+}
+
+}  // namespace
+
+const char* step_name(Step s) { return s == Step::none ? "none" : kStepNames[int(s)]; }
+bool step_is_writer(Step s) { return s <= Step::w_scale_fp8; }
+bool step_unobservable(Step s) { return s == Step::w_fallback_div; }
+const char* fusion_name(Fusion f) { return kFusionNames[int(f)]; }
+
+bool Variant::is_contract() const {
+  return fused == 0 && perturbed == Step::none && !ftz && !expf_unsplit && !no_batches &&
+         !merge_sequential && !butterfly_ascending && !fp32_codebook && !other_lane_layout;
+}
+
+bool changes_writer(const Variant& v) {
+  return (v.fused & kWriterFusions) || v.ftz ||
+         (v.perturbed != Step::none && step_is_writer(v.perturbed));
+}
+
+bool changes_decoder(const Variant& v) {
+  return (v.fused & ~kWriterFusions) || v.ftz || v.expf_unsplit || v.no_batches ||
+         v.merge_sequential || v.butterfly_ascending || v.fp32_codebook || v.other_lane_layout ||
+         (v.perturbed != Step::none && !step_is_writer(v.perturbed));
+}
+
+const std::vector<VariantInfo>& named_variants() {
+  static const std::vector<VariantInfo> v = make_named();
+  return v;
+}
+
+Variant parse_variant(const std::string& name) {
+  Variant v;
+  // split on '+' that is not part of "ulp+:"
+  std::vector<std::string> parts;
+  std::string cur;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '+' && !(i + 1 < name.size() && name[i + 1] == ':')) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += name[i];
+    }
+  }
+  parts.push_back(cur);
+  for (const std::string& p : parts) v = merge(v, parse_one(p));
+  v.name = name;
+  return v;
+}
+
+namespace rules {
+
+uint32_t step_sign_magnitude(uint32_t bits, int steps, uint32_t sign_bit) {
+  const uint32_t sign = 1u << sign_bit;
+  for (int k = 0; k < std::abs(steps); ++k) {
+    const bool negative = bits & sign, up = steps > 0;
+    const uint32_t mag = bits & (sign - 1);
+    if (mag == 0 && negative == up) bits = (up ? 0u : sign) | 1u;  // -0 up / +0 down: smallest
+    else if (negative == up) bits -= 1;                            // toward zero
+    else bits += 1;                                                // away from zero
+  }
+  return bits;
+}
+
+uint8_t VariantRules::scale_byte(float s) const {
+  const uint8_t b = f32_to_fp8e4m3_satfinite(in(s));
+  if (v_.perturbed != Step::w_scale_fp8 || b == 0x7F) return b;
+  uint32_t r = step_sign_magnitude(b, v_.ulps, 7);
+  if ((r & 0x7F) > 0x7E) r = (r & 0x80) | 0x7E;  // satfinite: never the NaN code
+  return static_cast<uint8_t>(r);
+}
+
+uint16_t VariantRules::output_bf16(float y) const {
+  const uint16_t b = f32_to_bf16(y);
+  if (v_.perturbed != Step::d_out_bf16 || b == 0x7FFF) return b;
+  return static_cast<uint16_t>(step_sign_magnitude(b, v_.ulps, 15));
+}
+
+float VariantRules::decoder_codebook(float cb) const {
+  if (v_.fp32_codebook) return cb;
+  uint16_t h = f32_to_f16(cb);
+  if (v_.perturbed == Step::d_codebook_fp16) h = static_cast<uint16_t>(step_sign_magnitude(h, v_.ulps, 15));
+  return f16_to_f32(h);
+}
+
+// The unit reads subnormal inputs as zero (ftz); a perturbed step can hand it +2^-149, which the
+// model's unit refuses as positive, so it is read as +0 here, as the hardware does.
+float VariantRules::ex2_unit(const Ex2Profile& ex2, float y) const {
+  if (y > 0.0f && y < std::numeric_limits<float>::min()) y = 0.0f;
+  const float r = ex2.ex2(y);
+  if (v_.perturbed != Step::d_ex2 || r != r) return r;
+  float x = r;
+  for (int k = 0; k < std::abs(v_.ulps); ++k)
+    x = std::nextafter(x, v_.ulps > 0 ? std::numeric_limits<float>::infinity() : 0.0f);
+  return x;
+}
+
+// EXPF of docs/spec.md section 5 with this variant's operations.
+float VariantRules::expf(const Ex2Profile& ex2, float x) const {
+  const float y = mul(Step::d_expf_mul, x, f32_from_bits(kLog2eBits));
+  if (v_.expf_unsplit || y >= -126.0f || y != y) return ex2_unit(ex2, y);
+  const float r = ex2_unit(ex2, mul(Step::d_expf_half, y, 0.5f));
+  return mul(Step::d_expf_square, r, r);
+}
+
+}  // namespace rules
+
+}  // namespace tqref

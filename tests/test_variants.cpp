@@ -1,0 +1,128 @@
+// The variant model (tqref/variant.h, model/rules.h; docs/variants.md): the variant policy with
+// nothing to change reproduces the contract bit for bit (so a variant differs from the contract
+// only by its own change), three variants equal older independent CPU models of the same
+// deviation, and names parse or are refused with the allowed list.
+#define BOOST_TEST_MODULE test_variants
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cases/fma_groups.h"
+#include "cases/rng.h"
+#include "decode_case.h"
+#include "sm90_ex2.h"
+#include "tqref/quantize.h"
+#include "tqref/variant.h"
+
+using namespace tqref;
+using namespace tqref::test;
+
+namespace {
+
+std::vector<uint16_t> decode(const DecodeCase& dc, const Variant* v) {
+  std::vector<uint16_t> out(uint64_t(dc.p.num_seqs) * dc.p.num_q_heads * dc.p.head_dim, 0xBEEF);
+  if (v)
+    paged_decode_model(dc.format, dc.q, dc.k_cache, dc.v_cache, out, dc.tables, dc.lens, dc.p,
+                       sm90_profile(), *v);
+  else
+    paged_decode_model(dc.format, dc.q, dc.k_cache, dc.v_cache, out, dc.tables, dc.lens, dc.p,
+                       sm90_profile());
+  return out;
+}
+
+std::vector<DecodeCase> decode_cases() {
+  std::vector<DecodeCase> v;
+  for (const FormatTraits& t : kFormats)
+    for (uint32_t hdim : {128u, 256u}) {
+      CaseSpec c;
+      c.format = t.format;
+      c.hdim = hdim;
+      c.lens = {1, 3, 17, 64, 113};  // singles only, batches and singles, several blocks
+      c.window = hdim == 256 ? 50 : 0;
+      c.seed = 7 + hdim + t.bits;
+      v.push_back(make_case(c));
+    }
+  return v;
+}
+
+}  // namespace
+
+// Catches a VariantRules member that is not the contract when its variant leaves it alone (an
+// operand order, a merge partner, a lane layout, the dequant table): fma:nsq changes the writer
+// only, so the decoder runs the whole variant policy with nothing to change.
+BOOST_AUTO_TEST_CASE(decoder_variant_policy_without_a_decoder_change_is_the_contract) {
+  const Variant writer_only = parse_variant("fma:nsq");
+  BOOST_REQUIRE(!writer_only.is_contract() && !changes_decoder(writer_only));
+  for (const DecodeCase& dc : decode_cases())
+    BOOST_TEST((decode(dc, &writer_only) == decode(dc, nullptr)), "format " << traits(dc.format).name
+                                                                   << " hdim " << dc.p.hdim);
+}
+
+// The same for the writer: no-batch changes the decoder only.
+BOOST_AUTO_TEST_CASE(writer_variant_policy_without_a_writer_change_is_the_contract) {
+  const Variant decoder_only = parse_variant("no-batch");
+  BOOST_REQUIRE(!changes_writer(decoder_only));
+  golden::Rng rng(3);
+  for (const FormatTraits& t : kFormats)
+    for (int i = 0; i < 2000; ++i) {
+      uint16_t x[kGroupSize];
+      for (uint16_t& e : x) e = f32_to_bf16(float(rng.gaussian() * (i % 7 ? 1.0 : 1e-20)));
+      QuantizedGroup a, b;
+      quantize_groups(t, x, 1, &a);
+      quantize_groups(t, x, 1, &b, decoder_only);
+      BOOST_TEST(a.scale_byte == b.scale_byte);
+      BOOST_TEST(std::equal(a.codes, a.codes + kGroupSize, b.codes));
+    }
+}
+
+// Catches an EXPF of the variant policy that is not the fault-injection EXPF of mutant 14
+// (DecodeParams::expf_split = false, written independently in decode.cpp and decode_fast).
+BOOST_AUTO_TEST_CASE(expf_no_split_equals_the_unsplit_expf_of_mutant_14) {
+  const Variant v = parse_variant("expf-no-split");
+  for (DecodeCase dc : decode_cases()) {
+    const std::vector<uint16_t> by_variant = decode(dc, &v);
+    dc.p.expf_split = false;
+    BOOST_TEST((by_variant == decode(dc, nullptr)));
+  }
+}
+
+// Catches a writer FMA or ulp variant that differs from the CPU models the fma_sensitive and
+// rounding_sensitive groups were searched with (cases/fma_groups.h), on those groups.
+BOOST_AUTO_TEST_CASE(writer_variants_equal_the_group_search_models) {
+  golden::Rng rng(11);
+  const Variant fma = parse_variant("fma:nsq+fma:rsq");
+  for (const FormatTraits& t : kFormats)
+    for (int i = 0; i < 8; ++i) {
+      uint16_t x[kGroupSize];
+      golden::fma_sensitive_group(t, rng, x);
+      QuantizedGroup q;
+      quantize_groups(t, x, 1, &q, fma);
+      BOOST_TEST(q.scale_byte == golden::scale_byte_fma_contracted(t, x));
+      for (int dir : {1, -1}) {
+        golden::rounding_sensitive_group(t, rng, dir, x);
+        quantize_groups(t, x, 1, &q, parse_variant(dir > 0 ? "ulp+:w-scale-div" : "ulp-:w-scale-div"));
+        BOOST_TEST(q.scale_byte == golden::scale_byte_perturbed(t, x, golden::ScaleOp::quotient, dir));
+        quantize_groups(t, x, 1, &q, parse_variant(dir > 0 ? "ulp+:w-nsq-sqrt" : "ulp-:w-nsq-sqrt"));
+        BOOST_TEST(q.scale_byte == golden::scale_byte_perturbed(t, x, golden::ScaleOp::sqrt_nsq, dir));
+      }
+    }
+}
+
+// Catches names that parse to the wrong change, and unknown names accepted silently.
+BOOST_AUTO_TEST_CASE(variant_names) {
+  const Variant v = parse_variant("nvcc-fmad+ftz+ulp-:d-inv-div");
+  BOOST_TEST(v.ftz);
+  BOOST_TEST(v.fuses(Fusion::w_rsq));
+  BOOST_TEST((v.perturbed == Step::d_inv_div));
+  BOOST_TEST(v.ulps == -1);
+  BOOST_TEST(parse_variant("contract").is_contract());
+  BOOST_CHECK_THROW(parse_variant("fmad"), std::invalid_argument);
+  BOOST_CHECK_THROW(parse_variant("ulp+:d-inv-div+ulp-:d-out-mul"), std::invalid_argument);
+  try {
+    parse_variant("no-such");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()).find("nvcc-fmad") != std::string::npos);
+  }
+  for (const VariantInfo& i : named_variants()) BOOST_TEST(parse_variant(i.v.name).name == i.v.name);
+}
