@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the torch example is not checked")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "examples")]
+# tqref is the interpreter's (the installed package; PYTHONPATH=<checkout>/python without one).
+sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import tqref.testing as tt  # noqa: E402
 import torch_turbo_decode as td  # noqa: E402

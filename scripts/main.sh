@@ -15,7 +15,7 @@ cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
 TQREF="build/$PRESET/harness/cli/tqref"
 "$TQREF" version
-bash scripts/install-python.sh /usr/bin/python3   # `import tqref` (docs/python.md)
+TQREF_BUILD_DIR=build/$PRESET bash scripts/install-python.sh /usr/bin/python3   # .venv (docs/python.md)
 
 # Step 1: the writer model on a random tensor, with error statistics per format.
 "$TQREF" demo --tokens 4096 --heads 8 --head-dim 128 --block-size 16 --seed 1
@@ -40,7 +40,7 @@ done
 
 # Step 2b: the Python API (docs/python.md): the pure-torch decoder example judged through
 # tqref.testing at levels T and I on the committed smoke suite.
-/usr/bin/python3 -W ignore::UserWarning examples/torch_turbo_decode.py smoke cpu
+.venv/bin/python -W ignore::UserWarning examples/torch_turbo_decode.py smoke cpu
 
 # Step 3: the same golden files on the GPU, only when a GPU is present (docs/gpu-harness.md).
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU; then

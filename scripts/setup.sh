@@ -19,6 +19,7 @@ PACKAGES=(
   valgrind                                         # tests/test_own_process_reads.sh (docs/reliability.md, finding 8)
   python3 python3-h5py python3-numpy python3-matplotlib   # analysis/ reports and tests
   python3-pytest python3-torch                     # the Python API's tests, the torch example (docs/python.md)
+  python3-venv python3-pip python3-setuptools python3-wheel  # tqref pip-installed into .venv, offline (install-python.sh)
 )
 # Opt-in: TQREF_FUZZ_DEPS=1 adds what scripts/fuzz.sh needs (clang with libFuzzer and the
 # sanitizer runtimes, and OpenMP for clang); ordinary builds and tests do not use them.

@@ -17,7 +17,7 @@ echo "test: preset $PRESET"
 
 cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
-bash scripts/install-python.sh /usr/bin/python3   # `import tqref` (docs/python.md)
+TQREF_BUILD_DIR=build/$PRESET bash scripts/install-python.sh /usr/bin/python3   # .venv (docs/python.md)
 ctest --preset "$PRESET"
 
 # Bounded fuzzing (docs/reliability.md), opt-in: TQREF_FUZZ_SECONDS=N runs each libFuzzer target for

@@ -1,20 +1,21 @@
 """Shared fixtures of the Python API tests (run by CTest as `python_api`, docs/python.md).
 
-The package is imported from this checkout (python/); the library from $TQREF_LIBRARY (CTest
-sets it to the built libtqref_c.so) or the build trees; the CLI from $TQREF_CLI (CTest sets it)
-for the tests that compare with `tqref check` / `tqref quantize`."""
+The package is the interpreter's own: CTest runs these tests with the python of a virtual
+environment that pip installed it into (python/CMakeLists.txt), so they test the installed copy
+and the library it carries, and says so with TQREF_TEST_INSTALLED=1; from a checkout without an
+install, PYTHONPATH=<checkout>/python runs them on the source tree (its library from
+$TQREF_LIBRARY or the build trees). Subprocesses inherit the environment, so they import the
+same package. The CLI comes from $TQREF_CLI (CTest sets it) for the tests that compare with
+`tqref check` / `tqref quantize`."""
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import tqref
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python"))
-
-import tqref  # noqa: E402
 
 SMOKE = ROOT / "data" / "golden" / "smoke.h5"
 REAL = ROOT / "data" / "golden" / "real.h5"

@@ -1,13 +1,13 @@
 """The pytest plugin on a small suite, run as a user runs it: a separate pytest process with
-`-p tqref.pytest_plugin` on a five-line test file (the one docs/python.md shows)."""
+`-p tqref.pytest_plugin` on a five-line test file (the one docs/python.md shows), and, where tqref
+is pip-installed, the same file with no `-p`: the plugin's pytest11 entry point loads it."""
+import importlib.metadata
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-
-from conftest import ROOT
 
 ENGINE_TEST = textwrap.dedent('''
     import tqref, tqref.testing
@@ -19,12 +19,12 @@ ENGINE_TEST = textwrap.dedent('''
 ''')
 
 
-def run_pytest(tmp_path, body, *args):
+def run_pytest(tmp_path, body, *args, load=("-p", "tqref.pytest_plugin")):
+    # The child inherits this environment, so it imports the same tqref as this process.
     (tmp_path / "test_engine.py").write_text(body)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tqref.pytest_plugin", "-p",
-                           "no:cacheprovider", "-q", str(tmp_path / "test_engine.py"), *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    return subprocess.run([sys.executable, "-m", "pytest", *load, "-p", "no:cacheprovider", "-q",
+                           str(tmp_path / "test_engine.py"), *args],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
 
 
 def test_every_decode_case_becomes_a_test(tmp_path):
@@ -53,3 +53,17 @@ def test_filters_and_missing_suites_are_errors_not_silence(tmp_path):
     assert r.returncode != 0 and "matches the --tqref-* filters" in r.stdout + r.stderr
     r = run_pytest(tmp_path, ENGINE_TEST.format(BREAK=""), "--tqref-suite", str(tmp_path / "none.h5"))
     assert r.returncode != 0 and "not found" in r.stdout + r.stderr
+
+
+def test_an_installed_plugin_needs_no_p(tmp_path):
+    # pip install registers the plugin under the pytest11 entry point "tqref.pytest_plugin" (its
+    # module's name, so the `-p` runs above find it registered instead of loading it twice).
+    # CTest runs the installed package (TQREF_TEST_INSTALLED=1): there the entry point must exist.
+    points = [e for e in importlib.metadata.entry_points(group="pytest11") if e.value.startswith("tqref")]
+    if not os.environ.get("TQREF_TEST_INSTALLED") and not points:
+        pytest.skip("tqref is not pip-installed in this interpreter: no pytest11 entry point")
+    assert [(e.name, e.value) for e in points] == [("tqref.pytest_plugin", "tqref.pytest_plugin")]
+    r = run_pytest(tmp_path, ENGINE_TEST.format(BREAK=""), "--tqref-suite", "smoke",
+                   "--tqref-device", "numpy", load=())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "10 passed" in r.stdout
