@@ -19,6 +19,7 @@
 #include "cases/fma_groups.h"
 #include "cases/large_pool.h"
 #include "cases/mutant_models.h"
+#include "cases/observe.h"
 #include "cases/threshold_scores.h"
 #include "cases/tiny_rescale.h"
 #include "cases/values.h"
@@ -325,8 +326,10 @@ std::string decode_exercises(const CaseSpec& spec, const GoldenCase& dc, size_t 
 
 }  // namespace
 
-std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uint64_t seed,
-                                    const Ex2Profile* ex2) {
+namespace {
+
+std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint64_t seed,
+                                   const Ex2Profile* ex2) {
   const std::string name = spec_name(spec_in, index);
   if (spec_in.kind == CaseKind::writer) {
     std::vector<GoldenCase> w = {build_writer_case(spec_in, name, seed)};
@@ -366,6 +369,56 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec_in, uint64_t index, uin
   std::vector<GoldenCase> pair = {std::move(wc), std::move(dc)};
   place_in_large_pool(spec, pair);
   return pair;
+}
+
+// The entries a searched spec must observe: its `observe` list, or every entry of its kernel.
+std::vector<Variant> search_targets(const CaseSpec& spec) {
+  std::vector<Variant> all = coverage_entries(spec.kind);
+  if (spec.observe.empty()) return all;
+  std::vector<Variant> t;
+  for (const std::string& n : spec.observe) t.push_back(parse_variant(n));
+  return t;
+}
+
+// A searched spec (CaseSpec::search_attempts): seeds derived from the case seed in turn; the
+// case that observes every target, else the one that observes most (the first of equals).
+std::vector<GoldenCase> build_searched(const CaseSpec& spec, uint64_t index, uint64_t seed,
+                                              const Ex2Profile* ex2) {
+  const std::vector<Variant> targets = search_targets(spec);
+  std::vector<GoldenCase> best;
+  std::vector<std::string> best_seen;
+  uint32_t best_attempt = 0;
+  uint64_t state = seed;
+  for (uint32_t a = 0; a < spec.search_attempts; ++a) {
+    const uint64_t s = a == 0 ? seed : splitmix64(state) & 0x7FFFFFFFFFFFFFFFull;
+    std::vector<GoldenCase> cases = build_once(spec, index, s, ex2);
+    std::vector<std::string> seen = observed_entries(cases.back(), targets, ex2);
+    if (best.empty() || seen.size() > best_seen.size()) {
+      best = std::move(cases);
+      best_seen = std::move(seen);
+      best_attempt = a;
+    }
+    if (best_seen.size() == targets.size()) break;
+  }
+  std::string missing;
+  for (const Variant& v : targets)
+    if (std::find(best_seen.begin(), best_seen.end(), v.name) == best_seen.end())
+      missing += (missing.empty() ? "" : " ") + v.name;
+  best.back().exercises += "; searched against the variants (docs/variants.md): attempt " +
+                           std::to_string(best_attempt + 1) + " of at most " +
+                           std::to_string(spec.search_attempts) + " observes " +
+                           std::to_string(best_seen.size()) + " of " +
+                           std::to_string(targets.size()) + " entries" +
+                           (missing.empty() ? "" : "; not observed: " + missing);
+  return best;
+}
+
+}  // namespace
+
+std::vector<GoldenCase> build_cases(const CaseSpec& spec, uint64_t index, uint64_t seed,
+                                    const Ex2Profile* ex2) {
+  if (spec.search_attempts > 0) return build_searched(spec, index, seed, ex2);
+  return build_once(spec, index, seed, ex2);
 }
 
 }  // namespace tqref::golden

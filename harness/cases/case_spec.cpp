@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",        "outlier_channels",
                                                "constant_groups", "special_groups",  "adversarial_skip",
                                                "threshold",      "ties",             "tiny_rescale",
-                                               "fma_sensitive",  "rounding_sensitive"};
+                                               "fma_sensitive",  "rounding_sensitive",
+                                               "step_sensitive"};
 constexpr const char* kLayoutNames[3] = {"sequential", "shuffled", "shared"};
 }  // namespace
 

@@ -32,8 +32,11 @@ enum class Dist {
   rounding_sensitive,  // V groups whose scale byte changes when the writer's sqrt(nsq) and
                        // sqrt(nsq)/rn are one ulp off, alternately up and down (build-flag
                        // mutants 25, 26: -prec-div=false, -prec-sqrt=false); K Gaussian
+  step_sensitive,    // V groups that change a code or the scale byte under each writer entry of
+                     // the coverage (every rounding step one step off, fma:rsq, nvcc-fmad, ftz;
+                     // cases/step_groups.h), cycled through each row; K Gaussian
 };
-inline constexpr int kNumDists = 11;
+inline constexpr int kNumDists = 12;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 
@@ -73,6 +76,10 @@ struct CaseSpec {
   PoolPlacement pool = PoolPlacement::dense;
   std::string label;                 // where the geometry comes from (a model name of
                                      // data/models/attention.yaml); appended to the case name
+  // > 0: the builder draws the case from this many seeds in turn and keeps the first that
+  // observes every entry of `observe` (cases/observe.h), else the one that observes most.
+  uint32_t search_attempts = 0;
+  std::vector<std::string> observe;  // coverage entry names; empty: every entry of the kernel
 };
 
 // The sequences a decode spec builds: threshold specs get fixed ones, 16 and 32 positions (one

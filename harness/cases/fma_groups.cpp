@@ -1,9 +1,11 @@
 #include "cases/fma_groups.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
+#include "cases/step_groups.h"
 #include "cases/values.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -205,6 +207,13 @@ uint8_t scale_byte_perturbed(const FormatTraits& t, const uint16_t (&x)[kGroupSi
 }
 
 void craft_v_row(Dist d, const FormatTraits& t, Rng& rng, std::span<uint16_t> row) {
+  if (d == Dist::step_sensitive) {  // the searched groups, cycled from a random start per row
+    const std::vector<SensitiveGroup>& s = step_sensitive_groups(t);
+    const uint64_t start = rng.below(s.size());
+    for (size_t g = 0; g < row.size() / kGroupSize; ++g)
+      std::copy_n(s[(start + g) % s.size()].x.data(), kGroupSize, row.data() + g * kGroupSize);
+    return;
+  }
   for (size_t g = 0; g < row.size() / kGroupSize; ++g) {
     if (d == Dist::fma_sensitive) fma_sensitive_group(t, rng, row.data() + g * kGroupSize);
     if (d == Dist::rounding_sensitive) rounding_sensitive_group(t, rng, g % 2 ? -1 : 1, row.data() + g * kGroupSize);

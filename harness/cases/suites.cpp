@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "cases/model_table.h"
+#include "cases/observe.h"
 
 namespace tqref::golden {
 
@@ -180,16 +181,43 @@ std::vector<CaseSpec> pools() {
   return v;
 }
 
-// flags: the build-flag mutants the committed suites cannot see (docs/mutants.md, "Build-flag
-// mutants"): per format a writer case whose every V group changes its scale byte when the
-// scale's quotient and sqrt(nsq) are one ulp off (-prec-div=false, -prec-sqrt=false), half of
-// the groups for an error up, half down; 2 kv heads x 16 tokens = 256 groups per format.
+// flags: what the other suites cannot see for certain (docs/mutants.md, "Build-flag mutants";
+// docs/variants.md, "Coverage"). Per format:
+// - a writer case whose every V group changes its scale byte when the scale's quotient and
+//   sqrt(nsq) are one ulp off (-prec-div=false, -prec-sqrt=false), half of the groups for an
+//   error up, half down; 2 kv heads x 16 tokens = 256 groups;
+// - a writer case of the step_sensitive groups (cases/step_groups.h): every writer coverage entry;
+// - per HDIM, a Gaussian decode case searched until it observes every decoder entry that
+//   ordinary values can reach, and a tiny_rescale one searched for the entries of EXPF's split
+//   path (the halving and squaring steps, the unsplit EXPF and flush-to-zero).
+// The decoder entries only EXPF's split path below y = -126 can show (tiny_rescale cases).
+bool split_path_entry(const std::string& name) {
+  return name.find("d-expf-half") != std::string::npos ||
+         name.find("d-expf-square") != std::string::npos || name == "expf-no-split" || name == "ftz";
+}
+
 std::vector<CaseSpec> flags() {
   std::vector<CaseSpec> v;
   for (const auto& t : kFormats) {
     CaseSpec w = writer(t.format, 128, 2, 16, 16, Dist::rounding_sensitive);
     w.layout = Layout::shuffled;
     v.push_back(w);
+    CaseSpec s = writer(t.format, 128, 2, 16, 16, Dist::step_sensitive);
+    s.layout = Layout::shuffled;
+    v.push_back(s);
+    for (uint32_t D : {128u, 256u}) {
+      CaseSpec d = decode(t.format, D, 2, 4, 16, {61, 45, 37, 50, 29, 64, 53, 40}, 0, Dist::gaussian);
+      d.layout = Layout::shuffled;
+      d.search_attempts = 24;
+      for (const Variant& e : coverage_entries(CaseKind::decode))
+        if (!split_path_entry(e.name)) d.observe.push_back(e.name);
+      v.push_back(d);
+      CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 64}, 0, Dist::tiny_rescale);
+      tr.search_attempts = 8;
+      for (const Variant& e : coverage_entries(CaseKind::decode))
+        if (split_path_entry(e.name)) tr.observe.push_back(e.name);
+      v.push_back(tr);
+    }
   }
   return v;
 }

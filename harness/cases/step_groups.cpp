@@ -1,0 +1,130 @@
+#include "cases/step_groups.h"
+
+#include <cmath>
+#include <mutex>
+
+#include "cases/fma_groups.h"
+#include "cases/observe.h"
+#include "cases/rng.h"
+#include "tqref/numeric.h"
+#include "tqref/quantize.h"
+
+namespace tqref::golden {
+
+namespace {
+
+using Group = std::array<uint16_t, kGroupSize>;
+
+// bf16 of a float that is exactly representable (the candidates below are built so).
+uint16_t bf16(float f) { return static_cast<uint16_t>(f32_bits(f) >> 16); }
+
+// Groups {amax, x, 0, ..., 0}: x * f32(MAX/amax) is the bound BD[j] itself (a -1 step of the
+// product or the quotient lowers the code) or the binary32 just below it (+1 raises it). The
+// scaled value depends on x/amax only, so amax runs over one binade and x over the binades below.
+void near_bound_groups(const FormatTraits& t, std::vector<Group>& out) {
+  for (uint32_t j = 0; j + 1 < t.levels; ++j) {
+    const float bd = t.bounds[j];
+    if (bd == 0.0f) continue;  // the 0.0 bound: see zero_group
+    const float below = std::nextafter(bd, -INFINITY);
+    int found_at = 0, found_below = 0;
+    for (uint32_t ma = 128; ma < 256 && (found_at < 2 || found_below < 2); ++ma) {
+      const float amax = float(ma) / 128.0f;
+      const float inv = t.max / amax;
+      for (int e = 0; e < 10; ++e)
+        for (uint32_t mx = 128; mx < 256; ++mx) {
+          const float x = std::copysign(float(mx) / 128.0f * std::ldexp(1.0f, -e), bd);
+          if (std::fabs(x) > amax) continue;
+          const float y = x * inv;
+          if (y != bd && y != below) continue;
+          int& n = y == bd ? found_at : found_below;
+          if (n >= 2) continue;
+          ++n;
+          Group g{};
+          g[0] = bf16(amax);
+          g[1] = bf16(x);
+          out.push_back(g);
+        }
+    }
+  }
+}
+
+// x = +0 scales to +0, on the 0.0 bound every format has: one step down is -2^-149, below it.
+// x = -2^-133 (the smallest bf16 subnormal) with amax = 2^17 scales to -2^-149: one step up is -0.
+void zero_groups(std::vector<Group>& out) {
+  Group a{};
+  a[0] = bf16(1.0f);
+  out.push_back(a);
+  Group b{};
+  b[0] = bf16(131072.0f);
+  b[1] = 0x8001;
+  out.push_back(b);
+}
+
+// Negative and positive subnormals only: amax <= 1e-12 keeps inv = 1, so the codes see the
+// subnormals themselves, which a flush-to-zero build reads as zeros of either sign.
+void subnormal_groups(std::vector<Group>& out) {
+  Group g{};
+  for (uint32_t i = 0; i < kGroupSize; ++i) g[i] = static_cast<uint16_t>((i % 2 ? 0x8000u : 0u) | (1u + i * 7u));
+  out.push_back(g);
+}
+
+void searched_groups(const FormatTraits& t, std::vector<Group>& out) {
+  Rng rng(0x5E9517u + t.bits);
+  Group g;
+  for (int i = 0; i < 4; ++i) {
+    fma_sensitive_group(t, rng, g.data());
+    out.push_back(g);
+    rounding_sensitive_group(t, rng, 1, g.data());
+    out.push_back(g);
+    rounding_sensitive_group(t, rng, -1, g.data());
+    out.push_back(g);
+  }
+  for (int i = 0; i < 8; ++i) {
+    for (uint16_t& v : g) v = f32_to_bf16(float(rng.gaussian()));
+    out.push_back(g);
+  }
+}
+
+bool group_changes(const FormatTraits& t, const Group& x, const Variant& v) {
+  QuantizedGroup a, b;
+  quantize_groups(t, x.data(), 1, &a);
+  quantize_groups(t, x.data(), 1, &b, v);
+  if (a.scale_byte != b.scale_byte) return true;
+  for (uint32_t i = 0; i < kGroupSize; ++i)
+    if (a.codes[i] != b.codes[i]) return true;
+  return false;
+}
+
+std::vector<SensitiveGroup> search(const FormatTraits& t) {
+  std::vector<Group> candidates;
+  zero_groups(candidates);
+  subnormal_groups(candidates);
+  near_bound_groups(t, candidates);
+  searched_groups(t, candidates);
+  std::vector<SensitiveGroup> chosen;
+  for (const Variant& v : coverage_entries(CaseKind::writer))
+    for (const Group& g : candidates)
+      if (group_changes(t, g, v)) {
+        bool have = false;
+        for (SensitiveGroup& c : chosen)
+          if (c.x == g) {
+            c.entry += ", " + v.name;
+            have = true;
+          }
+        if (!have) chosen.push_back({g, v.name});
+        break;
+      }
+  return chosen;
+}
+
+}  // namespace
+
+const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t) {
+  static std::once_flag once[kNumFormats];
+  static std::vector<SensitiveGroup> groups[kNumFormats];
+  const int i = int(&t - kFormats);
+  std::call_once(once[i], [&] { groups[i] = search(t); });
+  return groups[i];
+}
+
+}  // namespace tqref::golden
