@@ -415,13 +415,8 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<uint16_t> output, std::span<const int32_t> block_tables,
                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                         const Ex2Profile& ex2, DecodeDiagnostics* diag) {
-  if (!prepare(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, diag)) return;
-  // The SIMD path (decode_fast.h), equal bit for bit, covers launches inside the contract; the
-  // rare head_dim != hdim launches of docs/spec.md section 5.1 run on this scalar path.
-  if (model_path() == ModelPath::fast && decode_in_contract(p.head_dim, p.hdim))
-    return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
-  run_scalar(rules::ContractRules{}, traits(format), q, k_cache, v_cache, output, block_tables,
-             seq_lens, p, ex2, diag);
+  paged_decode_model(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2,
+                     model_variant(), diag);
 }
 
 void paged_decode_model(Format format, std::span<const uint16_t> q,
@@ -429,12 +424,17 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<uint16_t> output, std::span<const int32_t> block_tables,
                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                         const Ex2Profile& ex2, const Variant& v, DecodeDiagnostics* diag) {
-  if (v.is_contract())
-    return paged_decode_model(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2,
-                              diag);
   if (!prepare(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, diag)) return;
-  run_scalar(rules::VariantRules(v), traits(format), q, k_cache, v_cache, output, block_tables,
-             seq_lens, p, ex2, diag);
+  const FormatTraits& t = traits(format);
+  if (!v.is_contract())  // variants run on the scalar path only
+    return run_scalar(rules::VariantRules(v), t, q, k_cache, v_cache, output, block_tables,
+                      seq_lens, p, ex2, diag);
+  // The SIMD path (decode_fast.h), equal bit for bit, covers launches inside the contract; the
+  // rare head_dim != hdim launches of docs/spec.md section 5.1 run on this scalar path.
+  if (model_path() == ModelPath::fast && decode_in_contract(p.head_dim, p.hdim))
+    return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
+  run_scalar(rules::ContractRules{}, t, q, k_cache, v_cache, output, block_tables, seq_lens, p,
+             ex2, diag);
 }
 
 }  // namespace tqref

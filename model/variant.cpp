@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "rules.h"
+#include "tqref/model_path.h"
 
 namespace tqref {
 
@@ -151,6 +152,13 @@ bool changes_decoder(const Variant& v) {
          v.merge_sequential || v.butterfly_ascending || v.fp32_codebook || v.other_lane_layout ||
          (v.perturbed != Step::none && !step_is_writer(v.perturbed));
 }
+
+namespace {
+Variant g_model_variant;  // set before models run, like the model path (tqref/model_path.h)
+}  // namespace
+
+void set_model_variant(const Variant& v) { g_model_variant = v; }
+const Variant& model_variant() { return g_model_variant; }
 
 const std::vector<VariantInfo>& named_variants() {
   static const std::vector<VariantInfo> v = make_named();

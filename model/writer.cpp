@@ -55,7 +55,7 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<uint8_t> k_cache,
                              std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
                              const WriterParams& p) {
-  reshape_and_cache_model(format, key, value, k_cache, v_cache, slot_mapping, p, Variant{});
+  reshape_and_cache_model(format, key, value, k_cache, v_cache, slot_mapping, p, model_variant());
 }
 
 void reshape_and_cache_model(Format format, std::span<const uint16_t> key,

@@ -65,6 +65,7 @@ struct GpuArgs {
 struct CheckArgs {
   std::string file, backend_name = "model", report, junit, only, repro_dir, inject = "none";
   std::string level = "exact", filter, kind_filter, dispatch = "published", out_of_contract = "T", model;
+  std::string model_variant;  // --model-variant; "" = the file's recorded variant
   size_t show = 8;
   bool no_explain = false;
   DispatchRule rule = DispatchRule::published;
@@ -118,6 +119,7 @@ po::options_description check_options(CheckArgs& a) {
       "gpu: decode cases through the built-in GQA or floor decoders (gqa, floor; docs/kernels.md) "
       "instead of the reference-order ones");
   add_model_option(desc, &a.model);
+  add_model_variant_option(desc, &a.model_variant);
   return desc;
 }
 
@@ -342,6 +344,12 @@ int cmd_check(const std::vector<std::string>& args) {
   if (!apply_model_option("tqref check", a.model)) return kExitUsage;
   h5::Node root = h5::Node::open_file(a.file);
   const Provenance prov = read_provenance(root);
+  // The model backend computes the file's variant of the contract unless told otherwise.
+  const std::string variant = a.model_variant.empty() ? prov.model_variant : a.model_variant;
+  if (!apply_model_variant("tqref check", variant)) return kExitUsage;
+  if (!variant.empty() || !prov.model_variant.empty())
+    std::printf("model variant: %s (file: %s)\n", variant.empty() ? "contract" : variant.c_str(),
+                prov.model_variant.empty() ? "contract" : prov.model_variant.c_str());
   const std::optional<Ex2Profile> ex2 = ex2_for_file(prov, a.file);
   const Ex2Profile* ex2p = ex2 ? &*ex2 : nullptr;
   OpenedBackend opened = open_backend(a, ex2p);

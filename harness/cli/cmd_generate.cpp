@@ -24,6 +24,7 @@
 #include "io/input_file.h"
 #include "io/text_escape.h"
 #include "tqref/build_info.h"
+#include "tqref/model_path.h"
 
 namespace po = boost::program_options;
 
@@ -44,7 +45,7 @@ bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
 }
 
 int cmd_generate(const std::vector<std::string>& args) {
-  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models, model;
+  std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models, model, variant;
   uint64_t seed = 1;
   int threads = omp_get_max_threads();
   po::options_description desc(
@@ -62,12 +63,14 @@ int cmd_generate(const std::vector<std::string>& args) {
       "shard", po::value(&shard), "I/N: only specs with index % N == I (default 0/1)")(
       "ex2-arch", po::value(&ex2_arch), "EX2 profile used for decode cases (default sm_90)");
   add_model_option(desc, &model);
+  add_model_variant_option(desc, &variant);
   // --trace FILE: cases from a captured trace instead of a suite (docs/traces.md).
   tqref::trace::TraceGenerateCli trace_cli;
   tqref::trace::add_trace_generate_options(desc, trace_cli);
   po::variables_map vm;
   if (const auto rc = parse_options("tqref generate", args, desc, vm)) return *rc;
   if (!apply_model_option("tqref generate", model)) return kExitUsage;
+  if (!apply_model_variant("tqref generate", variant)) return kExitUsage;
   if (vm.count("trace")) {
     if (out.empty() || !suite.empty() || !config.empty()) {
       std::fprintf(stderr, "tqref generate: --trace takes --out and neither --suite nor --config\n");
@@ -146,6 +149,10 @@ int cmd_generate(const std::vector<std::string>& args) {
   prov.threshold = specs.empty() ? kSparseVThreshold : specs.front().threshold;
   prov.command_line = canonical_command_line(
       suite, seed, si, sn, config.empty() ? "" : std::filesystem::path(config).filename().string());
+  if (!model_variant().is_contract()) {  // golden data of a build: its variant is in the file
+    prov.model_variant = model_variant().name;
+    prov.command_line += " --model-variant " + prov.model_variant;
+  }
   GenerateOptions opt;
   opt.out = out;
   opt.seed = seed;

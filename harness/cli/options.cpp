@@ -19,6 +19,23 @@ void add_model_option(po::options_description& desc, std::string* value) {
                      "path instruction set: avx512, avx2, portable; same bits, different speed");
 }
 
+void add_model_variant_option(po::options_description& desc, std::string* value) {
+  desc.add_options()("model-variant", po::value(value),
+                     "compute expectations with a variant of the contract (docs/variants.md), "
+                     "e.g. nvcc-fmad for a build without --fmad=false; default: the file's "
+                     "recorded variant (check) or the contract (generate)");
+}
+
+bool apply_model_variant(const std::string& command, const std::string& name) {
+  try {
+    set_model_variant(name.empty() ? Variant{} : parse_variant(name));
+    return true;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s: --model-variant: %s\n", command.c_str(), e.what());
+    return false;
+  }
+}
+
 bool apply_model_option(const std::string& command, const std::string& value) {
   if (value.empty() || value == "fast") {
     set_model_path(ModelPath::fast);

@@ -23,6 +23,11 @@ std::optional<int> parse_options(const std::string& command, const std::vector<s
 // "scalar" (the readable reference), or an instruction set of the fast path ("avx512", "avx2",
 // "portable"). Outputs are the same bits whichever is chosen; only the time differs.
 void add_model_option(boost::program_options::options_description& desc, std::string* value);
+// --model-variant NAME (docs/variants.md): the variant of the contract the CPU model computes
+// (tqref::set_model_variant); "" is the contract. apply_model_variant prints
+// "<command>: --model-variant ..." with the allowed names and returns false on a bad name.
+void add_model_variant_option(boost::program_options::options_description& desc, std::string* value);
+bool apply_model_variant(const std::string& command, const std::string& name);
 // Sets the model path; on a bad value prints "<command>: --model ..." with the values this CPU
 // allows and returns false (the caller exits with kExitUsage).
 bool apply_model_option(const std::string& command, const std::string& value);

@@ -366,6 +366,7 @@ void write_provenance(const h5::Node& r, const Provenance& p) {
   r.set_attr("shard", p.shard);
   r.set_attr("config_yaml", p.config_yaml);
   if (!p.reproducer_of.empty()) r.set_attr("reproducer_of", p.reproducer_of);
+  if (!p.model_variant.empty()) r.set_attr("model_variant", p.model_variant);
 }
 
 Provenance read_provenance(const h5::Node& r) {
@@ -390,6 +391,7 @@ Provenance read_provenance(const h5::Node& r) {
   p.shard = r.attr_string("shard");
   p.config_yaml = r.attr_string("config_yaml");
   if (r.has_attr("reproducer_of")) p.reproducer_of = r.attr_string("reproducer_of");
+  if (r.has_attr("model_variant")) p.model_variant = r.attr_string("model_variant");
   return p;
 }
 

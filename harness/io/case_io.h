@@ -36,6 +36,8 @@ struct Provenance {
   std::string shard;                    // "I/N"
   std::string config_yaml;              // text of --config, "" otherwise
   std::string reproducer_of;            // set on single-case reproducer files
+  std::string model_variant;            // "" = the contract; else the variant of the contract
+                                        // (tqref/variant.h) the expectations were computed with
 };
 
 void write_provenance(const h5::Node& root, const Provenance& p);

@@ -64,7 +64,7 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<const int32_t> seq_lens, const DecodeParams& p,
                         const Ex2Profile& ex2, DecodeDiagnostics* diag = nullptr);
 // The same under a variant of the contract (tqref/variant.h; docs/variants.md) on the scalar path;
-// the contract variant is the call above.
+// the call above computes model_variant() (tqref/model_path.h), the contract unless one was set.
 void paged_decode_model(Format format, std::span<const uint16_t> q,
                         std::span<const uint8_t> k_cache, std::span<const uint8_t> v_cache,
                         std::span<uint16_t> output, std::span<const int32_t> block_tables,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tqref/variant.h"
+
 namespace tqref {
 
 enum class ModelPath : uint8_t { fast, scalar };
@@ -22,5 +24,11 @@ ModelPath parse_model_path(const std::string& s);  // std::invalid_argument unle
 std::vector<std::string> fast_isas();
 void set_fast_isa(const std::string& isa);  // std::invalid_argument when not in fast_isas()
 std::string fast_isa();
+
+// The variant of the contract (tqref/variant.h) that the entry points without a Variant argument
+// compute: the contract unless set_model_variant chose another (golden data of a build, `tqref
+// generate/check --model-variant`). Process-wide, like the path; a variant runs on the scalar path.
+void set_model_variant(const Variant& v);
+const Variant& model_variant();
 
 }  // namespace tqref

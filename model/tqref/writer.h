@@ -33,8 +33,8 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<uint8_t> k_cache,
                              std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
                              const WriterParams& p);
-// The same under a variant of the contract (tqref/variant.h), on the scalar path; the contract
-// variant is the call above.
+// The same under a variant of the contract (tqref/variant.h), on the scalar path; the call above
+// computes model_variant() (tqref/model_path.h), the contract unless one was set.
 void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<uint8_t> k_cache,
                              std::span<uint8_t> v_cache, std::span<const int64_t> slot_mapping,
