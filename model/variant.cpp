@@ -27,13 +27,22 @@ uint32_t bit(Fusion f) { return 1u << static_cast<int>(f); }
 
 constexpr uint32_t kWriterFusions = (1u << int(Fusion::w_nsq)) | (1u << int(Fusion::w_rsq));
 
-// nvcc's contraction of the plain-operator source (docs/nvcc-fmad.md, read off the SASS of the
-// HDIM 128 and 256 builds for sm_90 and sm_121; the same sites in every format).
+// nvcc's contraction of the plain-operator source (docs/nvcc-fmad.md, read off the PTX and SASS
+// of the HDIM 128 and 256 builds for sm_90 and sm_121 with nvcc 13.0; the same sites in every
+// format): where both products of a*b + c*d sit in one stretch of code the left one is fused;
+// the batch's o*eo is computed before the sparse-V branches, so ef0*v0 is fused there.
 uint32_t nvcc_fmad_fusions() {
   return bit(Fusion::w_nsq) | bit(Fusion::w_rsq) | bit(Fusion::d_pair_ab) |
          bit(Fusion::d_batch_l) | bit(Fusion::d_batch_o_cd) | bit(Fusion::d_batch_ev) |
-         bit(Fusion::d_single_l) | bit(Fusion::d_single_o_cd) | bit(Fusion::d_merge_l_cd) |
-         bit(Fusion::d_merge_o_cd);
+         bit(Fusion::d_single_l) | bit(Fusion::d_single_o_ab) | bit(Fusion::d_merge_l_ab) |
+         bit(Fusion::d_merge_o_ab);
+}
+
+// Mutant 13 (kernels/testing/mutants/mutant_rules.cuh, `fmad`): its explicit fmaf calls, which
+// fuse other products than nvcc does (the single update's en*v) and leave l and the merge alone.
+uint32_t mutant13_fusions() {
+  return bit(Fusion::w_nsq) | bit(Fusion::w_rsq) | bit(Fusion::d_pair_ab) |
+         bit(Fusion::d_batch_o_cd) | bit(Fusion::d_batch_ev) | bit(Fusion::d_single_o_cd);
 }
 
 std::vector<VariantInfo> make_named() {
@@ -54,6 +63,11 @@ std::vector<VariantInfo> make_named() {
   fmad.fused = nvcc_fmad_fusions();
   add(fmad, VariantKernel::both, true,
       "the sites nvcc contracts in the plain-operator source (nvcc's default --fmad=true)");
+  Variant m13;
+  m13.name = "fmad-mutant13";
+  m13.fused = mutant13_fusions();
+  add(m13, VariantKernel::both, true,
+      "mutant 13's explicit fmaf: norms, score pair, ef*v of every o update (not l, not the merge)");
   Variant ftz;
   ftz.name = "ftz";
   ftz.ftz = true;
@@ -134,7 +148,6 @@ Variant parse_one(const std::string& name) {
 
 const char* step_name(Step s) { return s == Step::none ? "none" : kStepNames[int(s)]; }
 bool step_is_writer(Step s) { return s <= Step::w_scale_fp8; }
-bool step_unobservable(Step s) { return s == Step::w_fallback_div; }
 const char* fusion_name(Fusion f) { return kFusionNames[int(f)]; }
 
 bool Variant::is_contract() const {

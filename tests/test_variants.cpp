@@ -10,6 +10,7 @@
 
 #include "cases/fma_groups.h"
 #include "cases/rng.h"
+#include "cases/step_groups.h"
 #include "decode_case.h"
 #include "sm90_ex2.h"
 #include "tqref/quantize.h"
@@ -125,4 +126,28 @@ BOOST_AUTO_TEST_CASE(variant_names) {
     BOOST_TEST(std::string(e.what()).find("nvcc-fmad") != std::string::npos);
   }
   for (const VariantInfo& i : named_variants()) BOOST_TEST(parse_variant(i.v.name).name == i.v.name);
+}
+
+// The proof behind the coverage's exclusion of ulp+-:w-inv-div (cases/observe.cpp): no pair of
+// bf16 amax and x changes a code when MAX/amax is one binary32 step off. Catches a format or
+// writer change that makes the step observable (it must then be covered, not excluded).
+BOOST_AUTO_TEST_CASE(inverse_scale_step_changes_no_code) {
+  for (const FormatTraits& t : kFormats)
+    BOOST_TEST(golden::inverse_scale_sensitive_groups(t).empty(), t.name);
+}
+
+// Catches a midpoint construction that no longer gives midpoints (the rising_scores cases would
+// then see l and 1/l only by chance): turbo3v and turbo4v have codes and scales whose dequantised
+// value is a bf16 rounding midpoint, turbo2v has none.
+BOOST_AUTO_TEST_CASE(midpoint_groups) {
+  for (const FormatTraits& t : kFormats) {
+    uint16_t x[kGroupSize];
+    const bool ok = golden::midpoint_group(t, 0, x);
+    BOOST_TEST(ok == (t.bits != 2), t.name);
+    if (!ok) continue;
+    QuantizedGroup q;
+    quantize_groups(t, x, 1, &q);
+    for (uint32_t i = 1; i < kGroupSize; ++i)
+      BOOST_TEST((f32_bits(dequantize_code(t, q.codes[i], q.scale_byte)) & 0xFFFFu) == 0x8000u);
+  }
 }

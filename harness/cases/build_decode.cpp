@@ -20,6 +20,7 @@
 #include "cases/large_pool.h"
 #include "cases/mutant_models.h"
 #include "cases/observe.h"
+#include "cases/step_groups.h"
 #include "cases/threshold_scores.h"
 #include "cases/tiny_rescale.h"
 #include "cases/values.h"
@@ -151,6 +152,10 @@ DecodeParams decode_params(const CaseSpec& spec, uint32_t max_blocks) {
   return p;
 }
 
+// bf16 2^64 and 1.5 * 2^63 (overflow_pair): 2^64 * 2^64 overflows binary32, 2^64 * 1.5 * 2^63
+// = 1.5 * 2^127 does not.
+constexpr uint16_t kBf16Pow64 = 0x5F80, kBf16OneAndHalfPow63 = 0x5F40;
+
 // q rows [S, q_stride]: one-hot for threshold and tiny_rescale specs (the score is then exact),
 // nearly equal heads within a kv group for adversarial_skip; row padding poisoned.
 std::vector<uint16_t> make_queries(const CaseSpec& spec, const DecodeParams& p, Rng& rng) {
@@ -164,8 +169,15 @@ std::vector<uint16_t> make_queries(const CaseSpec& spec, const DecodeParams& p, 
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) == 0 ? 0x3F80 : 0;
     } else {
       fill_k_row(rng, spec.dist, s, {row, QH * D});
-      if (spec.dist == Dist::adversarial_skip)  // q heads of a kv group nearly equal, so they
-        for (uint32_t qh = 0; qh < QH; ++qh)    // skip the same positions and V groups get poisoned
+      if (spec.dist == Dist::overflow_pair)
+        for (uint32_t qh = 0; qh < QH; ++qh) {
+          row[qh * D] = kBf16Pow64;
+          row[qh * D + 1] = kBf16Pow64 ^ 0x8000u;
+        }
+      // q heads of a kv group nearly equal: adversarial_skip's skip the same positions and V
+      // groups get poisoned; rising_scores' scores rise in every head
+      if (spec.dist == Dist::adversarial_skip || spec.dist == Dist::rising_scores)
+        for (uint32_t qh = 0; qh < QH; ++qh)
           if (qh % spec.q_per_kv)
             for (uint32_t d = 0; d < D; ++d)
               row[qh * D + d] = to_bf16(bf16_to_f32(row[(qh - qh % spec.q_per_kv) * D + d]) *
@@ -217,6 +229,27 @@ void adversarial_row(const CaseSpec& spec, const DecodeParams& p, SlotOwner o,
     for (auto& v : vr) v = to_bf16(bf16_to_f32(v) * 1000.0);
 }
 
+// Dist::cancelling: the sequence's base rows k and v (drawn once per sequence into `base`, [2n]),
+// then this position's class: (3k, 0) a higher score with nothing to add, (k, v) and (k, -v)
+// equal factors of opposite contributions, (k/4 + noise, 0) a lower score.
+void cancelling_row(SlotOwner o, uint32_t n, Rng& rng, std::vector<uint16_t>& base,
+                    std::span<uint16_t> kr, std::span<uint16_t> vr) {
+  const uint64_t at = uint64_t(o.seq) * 2 * n;
+  if (base.size() < at + 2 * n) base.resize(at + 2 * n, 0xFFFF);
+  if (base[at] == 0xFFFF) {
+    fill_k_row(rng, Dist::gaussian, o.pos, {base.data() + at, n});
+    fill_v_row(rng, Dist::gaussian, o.pos, {base.data() + at + n, n});
+  }
+  const uint16_t* k = base.data() + at;
+  const uint16_t* v = k + n;
+  const uint64_t cls = rng.below(4);
+  for (uint32_t e = 0; e < n; ++e) {
+    const double ke = bf16_to_f32(k[e]);
+    kr[e] = cls == 0 ? to_bf16(3.0 * ke) : cls == 3 ? to_bf16(0.25 * ke + 0.1 * rng.gaussian()) : k[e];
+    vr[e] = cls == 1 ? v[e] : cls == 2 ? uint16_t(v[e] ^ 0x8000u) : uint16_t(0);
+  }
+}
+
 // The K and V rows of every token, in the writer's token order [tokens, H*D] each.
 void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& pool,
                      const std::vector<uint16_t>& q, const std::vector<ThresholdProbe>& probes,
@@ -225,7 +258,7 @@ void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& po
   const FormatTraits& t = traits(spec.format);
   k_rows.assign(pool.slots.size() * n, 0);
   v_rows.assign(pool.slots.size() * n, 0);
-  std::vector<uint16_t> ties_base;
+  std::vector<uint16_t> base_rows;  // per-sequence rows of ties and cancelling
   for (size_t i = 0; i < pool.slots.size(); ++i) {
     const SlotOwner o = pool.owner[pool.slots[i]];
     std::span<uint16_t> kr{k_rows.data() + i * n, n}, vr{v_rows.data() + i * n, n};
@@ -243,11 +276,37 @@ void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& po
     } else if (spec.dist == Dist::ties) {
       // rows repeat with period 3 within a sequence: equal scores tie the running max
       const uint64_t base = uint64_t(o.seq) * 3 + o.pos % 3;
-      if (ties_base.size() < (base + 1) * n) ties_base.resize((base + 1) * n, 0xFFFF);
-      if (ties_base[base * n] == 0xFFFF) fill_k_row(rng, Dist::gaussian, o.pos, {ties_base.data() + base * n, n});
-      std::copy_n(ties_base.data() + base * n, n, kr.data());
+      if (base_rows.size() < (base + 1) * n) base_rows.resize((base + 1) * n, 0xFFFF);
+      if (base_rows[base * n] == 0xFFFF) fill_k_row(rng, Dist::gaussian, o.pos, {base_rows.data() + base * n, n});
+      std::copy_n(base_rows.data() + base * n, n, kr.data());
     } else if (spec.dist == Dist::adversarial_skip) {
       adversarial_row(spec, p, o, q, rng, kr, vr);
+    } else if (spec.dist == Dist::rising_scores) {
+      // rising in even sequences, falling in odd ones (the merge's partner warp then has the
+      // lower maximum)
+      const double L = spec.seq_lens[o.seq], at = o.seq % 2 ? L - o.pos : o.pos;
+      const double a = 0.3 * at / L;
+      for (uint32_t h = 0; h < H; ++h) {
+        const uint16_t* qr = q.data() + uint64_t(o.seq) * p.q_stride + uint64_t(h) * spec.q_per_kv * D;
+        for (uint32_t d = 0; d < D; ++d)
+          kr[h * D + d] = to_bf16(a * double(bf16_to_f32(qr[d])) + 0.01 * rng.gaussian());
+      }
+      // every position of a sequence the same V row of midpoint groups (where the format has them)
+      for (uint32_t g = 0; g < n / kGroupSize; ++g) {
+        uint16_t x[kGroupSize];
+        if (midpoint_group(t, uint64_t(o.seq) * 131 + g, x)) std::copy_n(x, kGroupSize, &vr[g * kGroupSize]);
+      }
+    } else if (spec.dist == Dist::cancelling) {
+      cancelling_row(o, n, rng, base_rows, kr, vr);
+    } else if (spec.dist == Dist::overflow_pair && o.pos == uint32_t(spec.seq_lens[o.seq]) / 2) {
+      // q0*k0 + q1*k1 with q = (2^64, -2^64): (+Inf) + (-1.5 * 2^127) in even sequences,
+      // (-1.5 * 2^127) + (+Inf) in odd ones; the exact sum is 2^126
+      const bool first = o.seq % 2 == 0;
+      std::fill(kr.begin(), kr.end(), uint16_t(0));
+      for (uint32_t h = 0; h < H; ++h) {
+        kr[h * D] = first ? kBf16Pow64 : uint16_t(kBf16OneAndHalfPow63 ^ 0x8000u);
+        kr[h * D + 1] = first ? kBf16OneAndHalfPow63 : uint16_t(kBf16Pow64 ^ 0x8000u);
+      }
     } else {
       fill_k_row(rng, spec.dist, o.pos, kr);
     }

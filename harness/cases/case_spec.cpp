@@ -12,7 +12,8 @@ constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",   
                                                "constant_groups", "special_groups",  "adversarial_skip",
                                                "threshold",      "ties",             "tiny_rescale",
                                                "fma_sensitive",  "rounding_sensitive",
-                                               "step_sensitive"};
+                                               "step_sensitive", "cancelling",
+                                               "overflow_pair",  "rising_scores"};
 constexpr const char* kLayoutNames[3] = {"sequential", "shuffled", "shared"};
 }  // namespace
 

@@ -35,8 +35,21 @@ enum class Dist {
   step_sensitive,    // V groups that change a code or the scale byte under each writer entry of
                      // the coverage (every rounding step one step off, fma:rsq, nvcc-fmad, ftz;
                      // cases/step_groups.h), cycled through each row; K Gaussian
+  cancelling,        // decode: per sequence one K row k and one V row v; each position takes
+                     // (3k, 0), (k, v), (k, -v) or (k/4 + noise, 0), so contributions of equal
+                     // factor cancel exactly in the contract's o and an FMA's unrounded product
+                     // leaves its rounding error as the whole output (docs/variants.md)
+  overflow_pair,     // decode: q dims 0, 1 = 2^64, -2^64; in each sequence the middle position's
+                     // K dims 0, 1 make one product of the score's first pair overflow to +Inf
+                     // and the other -1.5 * 2^127 (the first product in even sequences, the
+                     // second in odd), other dims 0: only an FMA of that pair keeps it finite
+  rising_scores,     // decode: K = 0.3 * (pos / L) * q + small noise (even sequences; odd ones
+                     // fall: (L - pos) / L), q heads of a kv group nearly equal: in rising rows
+                     // every step raises the running maximum, so every l and o update rescales
+                     // (eo < 1); in both the warps' maxima differ in the merge; V: one row per
+                     // sequence of bf16-midpoint groups (cases/step_groups.h), Gaussian for turbo2v
 };
-inline constexpr int kNumDists = 12;
+inline constexpr int kNumDists = 15;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 

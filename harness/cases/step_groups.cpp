@@ -85,6 +85,38 @@ void searched_groups(const FormatTraits& t, std::vector<Group>& out) {
   }
 }
 
+}  // namespace
+
+std::vector<Group> inverse_scale_sensitive_groups(const FormatTraits& t) {
+  std::vector<Group> out;
+  auto try_pair = [&](float amax, float x) {
+    const float inv = t.max / amax;
+    const uint32_t c = code_index(t, x * inv);
+    if (code_index(t, x * std::nextafter(inv, INFINITY)) == c &&
+        code_index(t, x * std::nextafter(inv, 0.0f)) == c)
+      return;
+    Group g{};
+    g[0] = bf16(amax);
+    g[1] = bf16(x);
+    out.push_back(g);
+  };
+  for (uint32_t ma = 128; ma < 256; ++ma)  // normal regime: amax in [1, 2), x/amax down to 2^-6
+    for (int e = 0; e <= 6; ++e)
+      for (uint32_t mx = 128; mx < 256; ++mx)
+        for (float sign : {1.0f, -1.0f}) {
+          const float amax = float(ma) / 128.0f, x = sign * float(mx) / 128.0f * std::ldexp(1.0f, -e);
+          if (std::fabs(x) <= amax) try_pair(amax, x);
+        }
+  for (uint32_t ea = 127 + 16; ea < 255; ++ea)  // x subnormal, amax >= 2^16: x*inv near 2^-149
+    for (uint32_t ma = 0; ma < 128; ++ma)
+      for (uint32_t mx = 1; mx < 128; ++mx)
+        for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)})
+          try_pair(bf16_to_f32(uint16_t(ea << 7 | ma)), bf16_to_f32(uint16_t(sign | mx)));
+  return out;
+}
+
+namespace {
+
 bool group_changes(const FormatTraits& t, const Group& x, const Variant& v) {
   QuantizedGroup a, b;
   quantize_groups(t, x.data(), 1, &a);
@@ -100,6 +132,7 @@ std::vector<SensitiveGroup> search(const FormatTraits& t) {
   zero_groups(candidates);
   subnormal_groups(candidates);
   near_bound_groups(t, candidates);
+  for (const Group& g : inverse_scale_sensitive_groups(t)) candidates.push_back(g);
   searched_groups(t, candidates);
   std::vector<SensitiveGroup> chosen;
   for (const Variant& v : coverage_entries(CaseKind::writer))
@@ -125,6 +158,42 @@ const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t) 
   const int i = int(&t - kFormats);
   std::call_once(once[i], [&] { groups[i] = search(t); });
   return groups[i];
+}
+
+}  // namespace tqref::golden
+
+namespace tqref::golden {
+
+namespace {
+
+bool is_bf16_midpoint(float v) { return (f32_bits(v) & 0xFFFFu) == 0x8000u; }
+
+// Element values CB[c] * gs(sb) for a group with one extreme element (code levels-1, which fixes
+// amax and so the scaling) and 15 elements of code c; the writer must give back c and sb.
+bool try_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out) {
+  const float s = fp8e4m3_to_f32(sb);
+  out[0] = f32_to_bf16(t.codebook[t.levels - 1] * s);
+  for (uint32_t i = 1; i < kGroupSize; ++i) out[i] = f32_to_bf16(t.codebook[c] * s);
+  QuantizedGroup q;
+  quantize_groups(t, out, 1, &q);
+  if (q.scale_byte != sb) return false;
+  for (uint32_t i = 1; i < kGroupSize; ++i)
+    if (q.codes[i] != c || !is_bf16_midpoint(dequantize_code(t, c, sb))) return false;
+  return true;
+}
+
+}  // namespace
+
+bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out) {
+  std::vector<std::pair<uint32_t, uint8_t>> found;
+  for (uint32_t c = 0; c < t.levels; ++c)
+    for (uint32_t sb = 1; sb < 0x7F; ++sb)
+      if (is_bf16_midpoint(dequantize_code(t, c, uint8_t(sb)))) found.emplace_back(c, uint8_t(sb));
+  for (size_t k = 0; k < found.size(); ++k) {
+    const auto [c, sb] = found[(pick + k) % found.size()];
+    if (try_group(t, c, sb, out)) return true;
+  }
+  return false;
 }
 
 }  // namespace tqref::golden

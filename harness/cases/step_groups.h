@@ -24,4 +24,23 @@ struct SensitiveGroup {
 // groups of negative subnormals, the fma_sensitive and rounding_sensitive groups, Gaussian groups.
 const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t);
 
+// Every pair (amax, x) of bf16 values, as groups {amax, x, 0, ...}, for which the inverse scale
+// MAX/amax one binary32 step up or down changes x's code, found by exhausting the pairs that can:
+// x/amax over every pair of bf16 significands and every binade down to below the smallest
+// positive bound (the scaled value depends on the ratio only while it is normal), and every
+// subnormal x against every amax large enough to scale it to within a step of zero. Empty for
+// the three formats (tests/test_variants.cpp): why ulp+-:w-inv-div is excluded from coverage.
+std::vector<std::array<uint16_t, kGroupSize>> inverse_scale_sensitive_groups(const FormatTraits& t);
+
+}  // namespace tqref::golden
+
+namespace tqref::golden {
+
+// A V group (out[0..15], bf16) whose dequantised values (fp16(CB[c]) * gs, as the decoder reads
+// them) are, in at least 15 of its 16 dims, exact bf16 rounding midpoints: an output that
+// averages such a value over positions lands on the midpoint up to the roundings of o, l and 1/l,
+// so one ulp of any of them decides the output's rounding (rising_scores). False when the
+// format has no code and scale byte whose value is a midpoint (turbo2v).
+bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out);
+
 }  // namespace tqref::golden

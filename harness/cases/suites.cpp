@@ -196,6 +196,34 @@ bool split_path_entry(const std::string& name) {
          name.find("d-expf-square") != std::string::npos || name == "expf-no-split" || name == "ftz";
 }
 
+// The FMA sites of o's updates: a fused product shows only where the contract's sum cancels
+// exactly (cancelling cases).
+bool o_fusion_entry(const std::string& name) {
+  return name == "nvcc-fmad" || (name.rfind("fma:", 0) == 0 && name.find("-o-") != std::string::npos) ||
+         name == "fma:batch-ev";
+}
+
+// The entries whose change reaches the output only through l, 1/l, o*inv or an unrounded o*eo
+// in a single: an ulp of the row's scale, seen where some element sits at a bf16 rounding
+// point, so by many rows (about 1 element in 2^16 per ulp).
+bool row_scale_entry(const std::string& name) {
+  for (const char* s : {"d-l-mul", "d-l-add", "d-inv-div", "d-out-mul"})
+    if (name.find(s) != std::string::npos) return true;
+  return name == "fma:batch-l" || name == "fma:single-l" || name.rfind("fma:merge-l", 0) == 0 ||
+         name.rfind("fma:single-o", 0) == 0;
+}
+
+// The score pair's products are exact for bf16 q and k unless one overflows (overflow_pair).
+bool pair_fusion_entry(const std::string& name) { return name.rfind("fma:pair", 0) == 0; }
+
+// A decode spec searched against the coverage entries `pick` selects (CaseSpec::search_attempts).
+CaseSpec searched(CaseSpec d, uint32_t attempts, bool (*pick)(const std::string&)) {
+  d.search_attempts = attempts;
+  for (const Variant& e : coverage_entries(CaseKind::decode))
+    if (pick(e.name)) d.observe.push_back(e.name);
+  return d;
+}
+
 std::vector<CaseSpec> flags() {
   std::vector<CaseSpec> v;
   for (const auto& t : kFormats) {
@@ -206,17 +234,25 @@ std::vector<CaseSpec> flags() {
     s.layout = Layout::shuffled;
     v.push_back(s);
     for (uint32_t D : {128u, 256u}) {
-      CaseSpec d = decode(t.format, D, 2, 4, 16, {61, 45, 37, 50, 29, 64, 53, 40}, 0, Dist::gaussian);
+      const std::vector<int32_t> lens = {61, 45, 37, 50, 29, 64, 53, 40, 9, 17, 33, 25,
+                                         57, 12, 48, 21, 64, 31, 44, 16, 27, 38, 55, 62};
+      CaseSpec d = decode(t.format, D, 2, 4, 16, lens, 0, Dist::gaussian);
       d.layout = Layout::shuffled;
-      d.search_attempts = 24;
-      for (const Variant& e : coverage_entries(CaseKind::decode))
-        if (!split_path_entry(e.name)) d.observe.push_back(e.name);
-      v.push_back(d);
+      v.push_back(searched(d, 16, [](const std::string& n) {
+        return !split_path_entry(n) && !o_fusion_entry(n) && !row_scale_entry(n) &&
+               !pair_fusion_entry(n);
+      }));
+      std::vector<int32_t> short_lens;  // 17, 24: singles only; 64: two batches per warp
+      for (int i = 0; i < 48; ++i) short_lens.push_back(i % 3 == 0 ? 64 : i % 3 == 1 ? 24 : 17);
+      CaseSpec r = decode(t.format, D, 1, 16, 16, short_lens, 0, Dist::rising_scores);
+      v.push_back(searched(r, 16, row_scale_entry));
+      CaseSpec o = decode(t.format, D, 1, 2, 16, {12, 13}, 0, Dist::overflow_pair);
+      v.push_back(searched(o, 2, pair_fusion_entry));
+      CaseSpec c = decode(t.format, D, 2, 2, 16, {64, 40, 29, 57, 16, 33, 48, 21, 64, 24, 40, 64},
+                          0, Dist::cancelling);
+      v.push_back(searched(c, 24, o_fusion_entry));
       CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 64}, 0, Dist::tiny_rescale);
-      tr.search_attempts = 8;
-      for (const Variant& e : coverage_entries(CaseKind::decode))
-        if (split_path_entry(e.name)) tr.observe.push_back(e.name);
-      v.push_back(tr);
+      v.push_back(searched(tr, 16, split_path_entry));
     }
   }
   return v;

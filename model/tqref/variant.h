@@ -56,9 +56,6 @@ enum class Step : uint8_t {
 inline constexpr int kNumSteps = static_cast<int>(Step::none);
 const char* step_name(Step s);
 bool step_is_writer(Step s);
-// Steps whose +-1 step provably changes no output or pool byte (docs/spec.md says why); coverage
-// lists them and leaves them out of its count.
-bool step_unobservable(Step s);
 
 // `a*b + c` sites an FMA may contract, each on its own; `_ab` / `_cd` name which product of
 // `a*b + c*d` is fused (the other stays a rounded product).
