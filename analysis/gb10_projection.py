@@ -2,7 +2,7 @@
 """A projection (not a measurement) of kernel times on NVIDIA GB10 from Nsight Compute figures
 measured on another GPU (docs/performance.md, "GB10 projection").
 
-Input: the rows of scripts/ncu_join.py (per launch: warp instructions, DRAM bytes read + written,
+Input: the rows of analysis/ncu_join.py (per launch: warp instructions, DRAM bytes read + written,
 the SMs' elapsed cycles, the device's SM count), or a file of the same form written by hand from
 older ncu reports. Per row:
 
@@ -72,7 +72,7 @@ def markdown(rows, projected):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("rows", help="scripts/ncu_join.py --json output (or the same form by hand)")
+    ap.add_argument("rows", help="analysis/ncu_join.py --json output (or the same form by hand)")
     ap.add_argument("--md", help="write the table here too")
     a = ap.parse_args()
     try:

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Host-side test of scripts/device-launches.sh (no GPU): runs it with a fake tqref
+# Host-side test of the launches plan (scripts/device/plans.tsv; no GPU): runs it through
+# scripts/device-run.sh with a fake tqref
 # (tests/device_launches_fake_tqref.py: the real CPU build for generate, `tqref check --backend
 # model` in place of conform) over a fake carry folder (empty module files, the mutant manifest
 # expanded from kernels/testing/mutants/mutants.tsv as kernels/testing/CMakeLists.txt does).
-# Would catch: a script that does not run every step, misreads the reports (a failing control,
+# Would catch: a plan that does not run every step, misreads the reports (a failing control,
 # a passing build-flag mutant or a launch outside the contract that is not reported), or exits 0
-# when an expectation fails. About 30 s on 2 cores (shard 4/8 of the models suite).
+# when an expectation fails. About 30 s on 2 cores (shard 4/8 of the models and flags suites).
 # Usage (repository root): bash tests/device_launches_host.sh [TQREF]   (default
 # build/cpu-only/harness/cli/tqref); CTest runs it as device_launches_script.
 set -u
@@ -30,22 +31,26 @@ awk -F'\t' '/^[0-9]/ {
 cut -f4 "$carry/mutants/mutants.tsv" | while read -r f; do : > "$carry/mutants/$f"; done
 # Shard 4/8 of the models suite: one launch outside the contract per decoder build, in seconds.
 mkdir -p "$tmp/cache"
-run() {
-  FAKE_CACHE=$tmp/cache TQREF_PYTHON=/usr/bin/python3 TQREF_BIN=$root/tests/device_launches_fake_tqref.py TQREF_CARRY=$carry TQREF_LAUNCHES_MODELS_SHARD=4/8 \
-      bash scripts/device-launches.sh "$@"
+run() {  # run OUT: the launches plan into OUT/launches, its files unpacked there
+  FAKE_CACHE=$tmp/cache TQREF_PYTHON=/usr/bin/python3 TQREF_BIN=$root/tests/device_launches_fake_tqref.py TQREF_CARRY=$carry TQREF_LAUNCHES_SHARD=4/8 \
+      OUT=$1 bash scripts/device-run.sh launches
+  local rc=$?
+  [[ -f $1/launches/launches.tar.xz ]] && tar -C "$1/launches" -xJf "$1/launches/launches.tar.xz"
+  return $rc
 }
 fail=0
 run "$tmp/ok" > "$tmp/ok.log" 2>&1
 rc=$?
-if [[ $rc != 0 ]]; then echo "FAIL: device-launches.sh exit $rc on fake results that hold"; cat "$tmp/ok/summary.txt"; fail=1; fi
-grep -q "launches outside the contract, all within level T" "$tmp/ok/summary.txt" ||
-  { echo "FAIL: summary does not report the launches outside the contract"; fail=1; }
-grep -q "RESULT: every expectation held" "$tmp/ok/summary.txt" || { echo "FAIL: no RESULT line"; fail=1; }
-for f in summary.txt launches.tsv log.txt conform-own.md; do [[ -s $tmp/ok/$f ]] || { echo "FAIL: $f missing"; fail=1; }; done
+ok=$tmp/ok/launches
+if [[ $rc != 0 ]]; then echo "FAIL: the launches plan: exit $rc on fake results that hold"; cat "$ok/summary.txt"; fail=1; fi
+grep -q "launches outside the contract, all within level T" "$ok/verdicts.log" ||
+  { echo "FAIL: the verdicts do not report the launches outside the contract"; fail=1; }
+grep -q "RESULT: every step gave its expected exit code" "$ok/summary.txt" || { echo "FAIL: no RESULT line"; fail=1; }
+for f in summary.txt launches.tsv verdicts.log conform-own.md; do [[ -s $ok/$f ]] || { echo "FAIL: $f missing"; fail=1; }; done
 FAKE_BREAK=control run "$tmp/bad" > "$tmp/bad.log" 2>&1
 rc=$?
-if [[ $rc != 1 ]]; then echo "FAIL: device-launches.sh exit $rc when the control fails (expected 1)"; fail=1; fi
-grep -q "PROBLEM: m27_plain_ieee: the control fails" "$tmp/bad/summary.txt" ||
-  { echo "FAIL: summary does not name the failing control"; fail=1; }
-(( fail )) || { echo "device-launches host test: ok ($SECONDS s)"; sed -n '1,40p' "$tmp/ok/summary.txt"; }
+if [[ $rc != 1 ]]; then echo "FAIL: the launches plan: exit $rc when the control fails (expected 1)"; fail=1; fi
+grep -q "PROBLEM: m27_plain_ieee: the control fails" "$tmp/bad/launches/verdicts.log" ||
+  { echo "FAIL: the verdicts do not name the failing control"; fail=1; }
+(( fail )) || { echo "launches plan host test: ok ($SECONDS s)"; sed -n '1,40p' "$ok/summary.txt"; cat "$ok/verdicts.log"; }
 exit $fail

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Host-side checks of scripts/device-fuzz.sh (no fuzz build needed). Catches: a usage error or a
-# missing packed tree that starts fuzzers or exits 0 instead of exit 2 with a message; a pack
-# from a tree without the targets that writes a partial carry instead of refusing.
+# Host-side checks of the fuzz plan's pieces (no fuzz build needed): scripts/device/fuzz-campaigns.sh
+# and scripts/device-carry.sh --fuzz. Catches: a usage error or a missing packed tree that starts
+# fuzzers or exits 0 instead of exit 2 with a message; a pack from a tree without the targets that
+# writes a partial carry instead of refusing.
 set -u
 root=$1
 tmp=$(mktemp -d)
@@ -18,13 +19,15 @@ expect() {  # expect CODE PATTERN -- command...
   fi
 }
 export TQREF_FUZZ_CARRY=$tmp/none
-expect 2 "usage" -- bash "$root/scripts/device-fuzz.sh"
-expect 2 "usage" -- bash "$root/scripts/device-fuzz.sh" fly
-expect 2 "TARGET=WORKERS" -- bash "$root/scripts/device-fuzz.sh" run "$tmp/out" 10
-expect 2 "missing" -- bash "$root/scripts/device-fuzz.sh" run "$tmp/out" 10 fuzz_trace_reader=1
+campaigns=$root/scripts/device/fuzz-campaigns.sh
+expect 2 "usage" -- bash "$campaigns"
+expect 2 "usage" -- bash "$campaigns" "$tmp/out" ten fuzz_trace_reader=1
+expect 2 "TARGET=WORKERS" -- bash "$campaigns" "$tmp/out" 10
+expect 2 "missing" -- bash "$campaigns" "$tmp/out" 10 fuzz_trace_reader=1
 [[ -e $tmp/out ]] && { echo "FAIL: run without a carry created its output directory"; fail=1; }
 mkdir -p "$tmp/empty-build"
-expect 2 "missing: run scripts/fuzz.sh first" -- bash "$root/scripts/device-fuzz.sh" pack "$tmp/empty-build"
+expect 2 "usage" -- bash "$root/scripts/device-carry.sh" --fly
+expect 2 "missing: run scripts/fuzz.sh first" -- bash "$root/scripts/device-carry.sh" --fuzz "$tmp/empty-build"
 [[ -e $tmp/none || -e $tmp/none.tar.xz ]] && { echo "FAIL: a refused pack left a tree or an archive"; fail=1; }
-((fail == 0)) && echo "device-fuzz.sh: usage and missing-input checks hold"
+((fail == 0)) && echo "fuzz-campaigns.sh, device-carry.sh --fuzz: usage and missing-input checks hold"
 exit $fail

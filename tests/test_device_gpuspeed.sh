@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
-# scripts/device-gpuspeed.sh end to end without a GPU: a stand-in `tqref` writes bench JSON of the
-# real schema (one writer shape, one decode shape) and logs its launches, a stand-in `ncu` runs it
-# and prints the wide CSV for those launches. Checks the exit codes (0 all equal, 1 a mismatch,
-# 2 no binary), that the join, the projection and the summary (with the 70 % goal line) are
-# written. Catches: a step whose output path or options drifted from what ncu_join.py,
-# gb10_projection.py or the summary read, a mismatch that does not reach the exit status.
+# The gpuspeed plan (scripts/device/plans.tsv through scripts/device-run.sh) end to end without a
+# GPU: a stand-in `tqref` writes bench JSON of the real schema (one writer shape, one decode shape)
+# and logs its launches, a stand-in `ncu` runs it and prints the wide CSV for those launches.
+# Checks the exit codes (0 all equal; 1 a mismatch, or no binary), that the join, the projection
+# and report.md (with the 70 % goal line) are written. Catches: a step whose output path or
+# options drifted from what analysis/ncu_join.py, gb10_projection.py or the report read, a
+# mismatch that does not reach the exit status.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=/usr/bin/python3
 [[ -x $py ]] || { echo "skipped: $py missing"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/w/.device-carry/bin" "$tmp/fakebin"
-ln -s "$root/scripts" "$tmp/w/scripts"
-ln -s "$root/analysis" "$tmp/w/analysis"
-ln -s "$root/data" "$tmp/w/data"
+mkdir -p "$tmp/carry/bin" "$tmp/fakebin"
 
-cat > "$tmp/w/.device-carry/bin/tqref" <<EOF
+cat > "$tmp/carry/bin/tqref" <<EOF
 #!$py
 import json, os, sys
 a = sys.argv[1:]
@@ -73,28 +71,38 @@ for line in open(os.environ["FAKE_LAUNCH_LOG"]):
     i += 1
 sys.exit(rc)
 EOF
-chmod +x "$tmp/w/.device-carry/bin/tqref" "$tmp/fakebin/ncu"
+chmod +x "$tmp/carry/bin/tqref" "$tmp/fakebin/ncu"
 export FAKE_LAUNCH_LOG=$tmp/launches.txt
 fail() { echo "FAIL: $*"; exit 1; }
 
-cd "$tmp/w"
-PATH=$tmp/fakebin:$PATH bash scripts/device-gpuspeed.sh "$tmp/out" > "$tmp/run.log" 2>&1
-rc=$?
-[[ $rc == 0 ]] || { cat "$tmp/run.log"; fail "all equal: exit $rc, expected 0"; }
-for f in summary.md writers.json models.json per_launch.json per_launch.md gb10_projection.md; do
-  [[ -s $tmp/out/$f ]] || fail "$f not written"
-done
-grep -q "goal turbo2v 65536 x 8 x 128: 73.3 % of copy (met" "$tmp/out/summary.md" || fail "goal line: $(grep goal "$tmp/out/summary.md")"
-grep -q "Llama-3.1-8B turbo3v hdim128 32x32/8 L16384 | GQA HT 4" "$tmp/out/gb10_projection.md" || fail "projection rows"
-grep -q "47.68 / pair" "$tmp/out/per_launch.md" || fail "instructions per pair: $(cat "$tmp/out/per_launch.md")"
+export TQREF_CARRY=$tmp/carry TQREF_PYTHON=$py
+plan() {  # plan OUT: the gpuspeed plan into OUT/gpuspeed, its files unpacked there
+  PATH=$tmp/fakebin:$PATH OUT=$1 bash "$root/scripts/device-run.sh" gpuspeed > "$1.log" 2>&1
+  local rc=$?
+  [[ -f $1/gpuspeed/gpuspeed.tar.xz ]] && tar -C "$1/gpuspeed" -xJf "$1/gpuspeed/gpuspeed.tar.xz"
+  return $rc
+}
 
-FAKE_MISMATCH=1 PATH=$tmp/fakebin:$PATH bash scripts/device-gpuspeed.sh "$tmp/out2" > "$tmp/run2.log" 2>&1
+plan "$tmp/out"
+rc=$?
+o=$tmp/out/gpuspeed
+[[ $rc == 0 ]] || { cat "$tmp/out.log"; fail "all equal: exit $rc, expected 0"; }
+for f in report.md writers.json models.json per_launch.json per_launch.md gb10_projection.md; do
+  [[ -s $o/$f ]] || fail "$f not written"
+done
+grep -q "goal turbo2v 65536 x 8 x 128: 73.3 % of copy (met" "$o/report.md" || fail "goal line: $(grep goal "$o/report.md")"
+grep -q "Llama-3.1-8B turbo3v hdim128 32x32/8 L16384 | GQA HT 4" "$o/gb10_projection.md" || fail "projection rows"
+grep -q "47.68 / pair" "$o/per_launch.md" || fail "instructions per pair: $(cat "$o/per_launch.md")"
+
+FAKE_MISMATCH=1 plan "$tmp/out2"
 rc=$?
 [[ $rc == 1 ]] || fail "a mismatch: exit $rc, expected 1"
-grep -q "verdict: MISMATCH" "$tmp/out2/summary.md" || fail "mismatch verdict"
+grep -q "verdict: MISMATCH" "$tmp/out2/gpuspeed/report.md" || fail "mismatch verdict"
 
-rm "$tmp/w/.device-carry/bin/tqref"
-bash scripts/device-gpuspeed.sh "$tmp/out3" > /dev/null 2>&1
+rm "$tmp/carry/bin/tqref"
+plan "$tmp/out3"
 rc=$?
-[[ $rc == 2 ]] || fail "no binary: exit $rc, expected 2"
+[[ $rc == 1 ]] || fail "no binary: exit $rc, expected 1"
+grep -q "^writers.*NOT RUN (requirement require-carry failed)" "$tmp/out3/gpuspeed/summary.txt" ||
+  fail "no binary: the plan ran on: $(cat "$tmp/out3/gpuspeed/summary.txt")"
 echo "test_device_gpuspeed: all checks passed"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/ncu_join.py on synthetic `tqref bench` JSON and ncu CSV (no GPU, no ncu needed).
+"""analysis/ncu_join.py on synthetic `tqref bench` JSON and ncu CSV (no GPU, no ncu needed).
 
 Catches: a result given another result's launches (wrong per-kernel order or launch count), a
 grid check that lets a shifted launch order through, launches left over, a units row read as a
@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-JOIN = ROOT / "scripts" / "ncu_join.py"
+JOIN = ROOT / "analysis" / "ncu_join.py"
 METRICS = ["smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
            "sm__cycles_elapsed.avg"]
 
