@@ -1,6 +1,6 @@
-"""The GPU evidence for the Python API (scripts/device-python.sh runs it on the H200): the Triton
-writer judged at level W (bit for bit) and I, its naive variant at W (expected to fail: it shows
-the check has teeth), the Triton decoder at levels T and I, and the pure-torch decoder at T on
+"""The GPU evidence for the Python API (`scripts/device-run.sh python` runs it on the H200): the
+Triton writer judged at level W (bit for bit) and I, its naive variant at W (expected to fail: it
+shows the check has teeth), the Triton decoder at levels T and I, and the pure-torch decoder at T on
 the GPU, all through tqref.testing. Writes OUT/python-gpu.json and OUT/python-gpu.md and exits
 0 only when every step that must pass passed and the naive writer failed.
 

@@ -1,6 +1,6 @@
 """Triton kernels for the BF16-K / Turbo-V cache, written the way an engine developer writes them
 (docs/spec.md sections 4-5), with the kernel ABI's parameters, and checked by tqref on the GPU
-(scripts/device-python.sh):
+(`scripts/device-run.sh python`):
 
 - reshape_and_cache_flash_bf16k_turbo: the writer, one program per token, the groups of a token
   as the vector axis. It must match the model bit for bit (level W), so every operation of

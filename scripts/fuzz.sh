@@ -11,7 +11,7 @@
 #                       crashes on malformed files would otherwise end it; docs/reliability.md),
 #   TQREF_FUZZ_NICE=K   run the fuzzers under nice -n K (default 0),
 #   TQREF_FUZZ_PREBUILT=1  use the targets and seeds already in $TQREF_FUZZ_BUILD (no clang, no
-#                       build, no seed generation: a tree packed by scripts/device-fuzz.sh pack),
+#                       build, no seed generation: a tree packed by scripts/device-carry.sh --fuzz),
 #   TQREF_FUZZ_TRIAGE_SECS=S  start no triage replay after S seconds (the rest stay in findings/
 #                       and make the verdict "FINDINGS": not triaged is not clean),
 #   TQREF_FUZZ_TRIAGE_ONLY=1  no campaign: triage the inputs already in $BUILD/findings/<target>/.

@@ -1,6 +1,7 @@
 // What the GPU backend does after a launch of one golden case went wrong (harness/gpu/gpu_backend.cpp,
 // docs/reliability.md "GPU faults"). Host-only and free of CUDA, so the decision is tested on any
-// machine (tests/test_reliability.cpp); the GPU side is exercised by scripts/device-faults.sh.
+// machine (tests/test_reliability.cpp); the GPU side is exercised by the faults plan
+// (scripts/device-run.sh faults).
 #pragma once
 #include <string>
 

@@ -1,4 +1,4 @@
-// Misbehaving decoder modules for the GPU fault path (scripts/device-faults.sh,
+// Misbehaving decoder modules for the GPU fault path (scripts/device-run.sh faults,
 // docs/reliability.md "GPU faults"). Never embedded in the built-in fatbin and kept out of
 // build/kernels/modules (tqref conform scans that directory): CMake writes them to
 // build/kernels/testing/faulty/faulty_<kind>.*. Each module has the three decoder entry points
