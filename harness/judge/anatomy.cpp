@@ -63,6 +63,13 @@ std::string hypotheses_json(const HypothesisReport& h) {
   return j + "]}";
 }
 
+// A verdict from a handful of differing elements rests on little: said so, with the count.
+std::string few_note(const HypothesisReport& h) {
+  constexpr uint64_t kFew = 8;
+  if (h.spec_differing > kFew) return "";
+  return "; rests on " + count_of(h.spec_differing, h.unit) + " that differ from the contract";
+}
+
 }  // namespace
 
 void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, const ExplainOptions& o) {
@@ -98,12 +105,21 @@ void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, c
                               : "a write into a buffer the kernel may only read";
   }
   const std::string scope = h.scope.empty() ? "" : " (on " + h.scope + ")";
-  if (!h.reproduced.empty()) {
+  if (h.reproduced.size() == 1) {  // pinned: one hypothesis, no rival
     e.diagnosis = "hypothesis:" + h.reproduced[0];
     suspect = what_of(h, h.reproduced[0]);
-    e.verdict = "reproduced bit for bit by " + h.reproduced[0] + ": " + suspect;
-    for (size_t i = 1; i < h.reproduced.size(); ++i) e.verdict += "; also by " + h.reproduced[i];
-    e.verdict += scope;
+    e.verdict = "pinned: reproduced bit for bit by " + h.reproduced[0] + " alone: " + suspect;
+    e.verdict += few_note(h) + scope;
+  } else if (!h.reproduced.empty()) {  // a tie is not a pin: every rival is named
+    e.diagnosis = "tie:";
+    for (size_t i = 0; i < h.reproduced.size(); ++i) e.diagnosis += (i ? "|" : "") + h.reproduced[i];
+    suspect = what_of(h, h.reproduced[0]);
+    e.verdict = "not pinned: reproduced bit for bit by " + std::to_string(h.reproduced.size()) +
+                " hypotheses alike: " + h.reproduced[0] + " (" + suspect + ")";
+    for (size_t i = 1; i < h.reproduced.size(); ++i)
+      e.verdict += "; " + h.reproduced[i] + " (" + what_of(h, h.reproduced[i]) + ")";
+    e.verdict += "; a case on which they differ tells them apart (the flags suite's searched "
+                 "cases observe each variant: tqref coverage names them)" + few_note(h) + scope;
   } else {
     if (only_structural && !first_structural.empty()) e.diagnosis = "structural:" + first_structural;
     else if (!a.pattern.empty()) e.diagnosis = "pattern:" + a.pattern;

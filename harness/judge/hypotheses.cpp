@@ -7,6 +7,7 @@
 
 #include "cases/mutant_models.h"
 #include "judge/level_i_variants.h"
+#include "tqref/variant.h"
 #include "tqref/decode.h"
 #include "tqref/writer.h"
 
@@ -29,6 +30,32 @@ uint64_t differing(const std::vector<uint8_t>& a, const uint8_t* b, uint64_t n) 
   uint64_t d = 0;
   for (uint64_t i = 0; i < n && i < a.size(); ++i) d += a[i] != b[i];
   return d;
+}
+
+// ---- variants of the contract (tqref/variant.h, docs/variants.md) ----------------------------
+
+// The named variants that change a kind's kernel, less those an older hypothesis already is
+// (expf-no-split; writer-fma, which fma:rsq, nvcc-fmad and fmad-mutant13 equal on the writer
+// since a fused nsq changes no byte), plus what one flag makes of several: --use_fast_math as
+// nvcc-fmad+ftz (its approximate division and square root have no exact model).
+std::vector<Variant> hypothesis_variants(CaseKind kind) {
+  std::vector<Variant> v;
+  for (const VariantInfo& i : named_variants()) {
+    if (i.v.is_contract() || i.v.name == "expf-no-split") continue;
+    const bool changes = kind == CaseKind::writer ? changes_writer(i.v) : changes_decoder(i.v);
+    if (!changes) continue;
+    if (kind == CaseKind::writer && i.v.fused) continue;
+    v.push_back(i.v);
+  }
+  v.push_back(parse_variant("nvcc-fmad+ftz"));
+  return v;
+}
+
+std::string variant_what(const Variant& v) {
+  for (const VariantInfo& i : named_variants())
+    if (i.v.name == v.name) return i.what + " (variant " + v.name + ")";
+  if (v.name == "nvcc-fmad+ftz") return "--use_fast_math without its approximate division (variant nvcc-fmad+ftz)";
+  return "variant " + v.name;
 }
 
 // ---- decoder ------------------------------------------------------------------------------
@@ -269,6 +296,14 @@ HypothesisReport decode_report(const GoldenCase& c, const CaseResult& r, const E
     if (p && p->id() != o.ex2->id())
       score("ex2:" + p->id(), "the GPU's EX2 unit is " + p->id() + " (" + p->arch() + ")",
             [&] { return run_model(sc.c, inputs_of(sc.c), *p); });
+  for (const Variant& v : hypothesis_variants(CaseKind::decode))
+    score("variant:" + v.name, variant_what(v), [&] {
+      std::vector<uint16_t> out(sc.c.d.out_init);
+      const DecodeInputs in = inputs_of(sc.c);
+      paged_decode_model(sc.c.format, in.q, in.k, in.v, out, sc.c.d.block_tables, sc.c.d.seq_lens,
+                         in.p, *o.ex2, v);
+      return out;
+    });
   return rep;
 }
 
@@ -309,6 +344,7 @@ struct WriterHypothesis {
   const char* id;
   const char* what;
   std::function<Pools(const GoldenCase&)> predict;
+  std::string variant_id, variant_what;  // a variant's, when id and what are null
 };
 
 std::vector<WriterHypothesis> writer_hypotheses() {
@@ -340,7 +376,7 @@ std::vector<WriterHypothesis> writer_hypotheses() {
            }
          return run_writer(c, c.w.p, s, c.w.key, c.w.value);
        }},
-      {"writer-fma", "nsq and rsq contracted into fused multiply-adds (mutant 13)",
+      {"writer-fma", "nsq and rsq contracted into fused multiply-adds (mutant 13; variants fma:rsq, nvcc-fmad, fmad-mutant13 on the writer)",
        [](const GoldenCase& c) { return on_expected(c, writer_fma_contract_scales); }},
       {"writer-tight-data-section", "the V scale section assumed at B*n*b/8 (mutant 17)",
        [](const GoldenCase& c) {
@@ -370,8 +406,16 @@ HypothesisReport writer_report(const GoldenCase& c, const CaseResult& r) {
   const GuardedBuffer& v = r.buffers.at("v_cache");
   rep.compared = k.size() + v.size();
   rep.spec_differing = differing(c.w.k_expected, k.data(), k.size()) + differing(c.w.v_expected, v.data(), v.size());
-  for (const WriterHypothesis& h : writer_hypotheses()) {
-    HypothesisResult res{h.id, h.what, false, "", 0, 0};
+  std::vector<WriterHypothesis> hyps = writer_hypotheses();
+  for (const Variant& v : hypothesis_variants(CaseKind::writer))
+    hyps.push_back({nullptr, nullptr, [v](const GoldenCase& c) {
+                      Pools out{c.w.k_init, c.w.v_init};
+                      reshape_and_cache_model(c.format, c.w.key, c.w.value, out.k, out.v,
+                                              c.w.slot_mapping, c.w.p, v);
+                      return out;
+                    }, "variant:" + v.name, variant_what(v)});
+  for (const WriterHypothesis& h : hyps) {
+    HypothesisResult res{h.id ? h.id : h.variant_id, h.what ? h.what : h.variant_what, false, "", 0, 0};
     try {
       const Pools p = h.predict(c);
       res.differing = differing(p.k, k.data(), k.size()) + differing(p.v, v.data(), v.size());
