@@ -232,7 +232,7 @@ total=$((($(now_us) - t_start) / 1000000))
 } >"$work/summary.txt"
 nfiles=$(find "$dir" -type f | wc -l)
 if ((nfiles + 1 > MAX_FILES)); then
-  if tar -C "$dir" --exclude=./summary.tsv -cJf "$work/$plan.tar.xz" . 2>"$work/tar.err"; then
+  if XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" --exclude=./summary.tsv -cJf "$work/$plan.tar.xz" . 2>"$work/tar.err"; then
     find "$dir" -mindepth 1 -maxdepth 1 ! -name summary.tsv -exec rm -rf {} +
     mv "$work/$plan.tar.xz" "$dir/"
     echo "files: $plan.tar.xz holds the $((nfiles - 1)) files of the steps (tar -xJf $plan.tar.xz)" >>"$work/summary.txt"
