@@ -37,8 +37,12 @@ carry_build() {
   if [[ -d $testing/mutants ]]; then mkdir -p "$out/mutants" && cp -r "$testing/mutants/." "$out/mutants/"; fi
   # Faulty decoders for the faults plan: kept out of modules/ (tqref conform scans it).
   if [[ -d $testing/faulty ]]; then mkdir -p "$out/faulty" && cp -r "$testing/faulty/." "$out/faulty/"; fi
-  if [[ -f $build/python/libtqref_c.so ]]; then cp "$build/python/libtqref_c.so" "$out/lib/"; fi
-  carry_libs "$out/lib" "$out/bin/tqref" $(ls "$out"/lib/libtqref_c.so 2>/dev/null)
+  local linked=("$out/bin/tqref")
+  if [[ -f $build/python/libtqref_c.so ]]; then
+    cp "$build/python/libtqref_c.so" "$out/lib/"
+    linked+=("$out/lib/libtqref_c.so")
+  fi
+  carry_libs "$out/lib" "${linked[@]}"
   du -sh "$out"
 }
 

@@ -22,7 +22,7 @@ tmp=$SCRATCH/mutant.out
 printf 'id\tshort\tmodule\tsmoke_rc\tstandard_rc\tverdict\n' >"$mt"
 caught=0 total=0 equivalent=0 notrun=0 bad=0
 wanted=" ${TQREF_MUTANT_IDS:-} "
-while IFS=$'\t' read -r id short module file what; do
+while IFS=$'\t' read -r id short module file _; do
   [[ $id == \#* || -z $id ]] && continue
   [[ $wanted == "  " || $wanted == *" $id "* ]] || continue
   if [[ $short == offset32 || $short == plain_* ]]; then
