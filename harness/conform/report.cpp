@@ -168,6 +168,7 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
                                              std::to_string(su.invariance.size()) + " invariant") + "\n";
       for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
     }
+    if (!m.pin.empty()) s += "- across the module: " + m.pin + "\n";
     s += "\n";
   }
 
@@ -229,7 +230,7 @@ std::string report_json(const ConformResult& r) {
          ", \"load_error\": " + json_quote(m.load_error) + ", \"load_explanation\": " +
          json_quote(m.load_explanation) + ", \"hdim\": " + std::to_string(m.hdim) + ", \"hdim_exact\": " +
          (m.hdim_exact ? "true" : "false") + ", \"hdim_evidence\": " + json_quote(m.hdim_evidence) +
-         ", \"hdim_why\": " + json_quote(m.hdim_why) + ", \"builtin\": " + json_quote(m.builtin) +
+         ", \"hdim_why\": " + json_quote(m.hdim_why) + ", \"builtin\": " + json_quote(m.builtin) + ", \"pin\": " + json_quote(m.pin) +
          ", \"decoder_level\": " + json_quote(std::string(1, m.decoder_level)) + ", \"fault\": " +
          json_quote(m.fault) + ", \"error\": " + json_quote(m.error) + ",\n \"kernels\": {";
     size_t k = 0;

@@ -47,6 +47,8 @@ struct ModuleResult {
   std::string fault;            // "<suite>/<case>" whose launch faulted the GPU ("" = none)
   std::string error;            // any other reason the module was not (fully) checked
   std::string builtin;          // "decode_hdim128" etc. when the bytes are tqref's own build
+  std::string pin;              // what the module does differently, across its cases
+                                // (module_pin.h); "" = no failing case
 };
 
 struct ConformResult {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "conform/hdim_probe.h"
+#include "conform/module_pin.h"
 #include "conform/options.h"
 #include "gpu/gpu_backend.h"
 #include "io/case_io.h"
@@ -222,6 +223,8 @@ void run_module(ModuleResult& m, const GpuRunOptions& o) {
     run_suite(m, o, sf);
     if (!m.fault.empty()) break;
   }
+  m.pin = pin_module(m).verdict;
+  if (!m.pin.empty()) std::printf("  %s\n", m.pin.c_str());
 }
 
 }  // namespace tqref::conform
