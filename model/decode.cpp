@@ -154,14 +154,8 @@ class Cta {
     }
   }
 
-  // EXPF of docs/spec.md section 5 of x = a - b, or mutant 14's unsplit variant when
-  // p.expf_split is false: EX2 of y = f32(x * log2(e)) for every y, so y < -126 gives +0
-  // (fault injection only).
-  float expf_of_difference(float a, float b) const {
-    const float x = r_.sub(Step::d_max_sub, a, b);
-    if (p_.expf_split) return r_.expf(ex2_, x);
-    return ex2_.ex2(x * f32_from_bits(rules::kLog2eBits));
-  }
+  // EXPF of docs/spec.md section 5 of the difference a - b.
+  float expf_of_difference(float a, float b) const { return r_.expf(ex2_, r_.sub(Step::d_max_sub, a, b)); }
 
   // Physical block of logical position p, from the sequence's block table.
   uint64_t physical_block(uint64_t p) const {

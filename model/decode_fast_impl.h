@@ -190,7 +190,7 @@ template <uint32_t HDIM> void fast_factors(const DecodeJob& j, WarpScratch& sc, 
     }
     sc.m[g] = m;
   }
-  expf_lanes(j.ex2, sc.args.data(), sc.args.data(), sc.args.size(), j.p->expf_split);
+  expf_lanes(j.ex2, sc.args.data(), sc.args.data(), sc.args.size());
   for (uint32_t g = 0; g < G; ++g) {
     const float* f = sc.args.data() + size_t(g) * nargs;
     float l = 0.0f;
@@ -326,14 +326,13 @@ template <uint32_t HDIM> void fast_cta(const DecodeJob& j, const WarpStates& st,
     l[w] = st.l[i];
     std::copy_n(st.o.data() + i * HDIM, HDIM, o[w]);
   }
-  const bool split = j.p->expf_split;
   for (uint32_t stride = kDecodeWarps / 2; stride >= 1; stride /= 2)
     for (uint32_t w = 0; w < stride; ++w) {
       const uint32_t x = w + stride;
       if (!(l[x] > 0.0f)) continue;
       const float mn = fmaxf_cuda(m[w], m[x]);
-      const float fa = ex2_eval::expf<float, uint32_t>(j.ex2, m[w] - mn, split);
-      const float fo = ex2_eval::expf<float, uint32_t>(j.ex2, m[x] - mn, split);
+      const float fa = ex2_eval::expf<float, uint32_t>(j.ex2, m[w] - mn);
+      const float fo = ex2_eval::expf<float, uint32_t>(j.ex2, m[x] - mn);
       const float la = l[w] * fa;
       const float lo = l[x] * fo;
       l[w] = la + lo;

@@ -84,7 +84,7 @@ void Ex2Profile::ex2_many(const float* x, float* y, size_t n) const {
 void Ex2Profile::expf_many(const float* x, float* y, size_t n) const {
   for (size_t i = 0; i < n; ++i)
     if (x[i] > 0.0f) positive_input(x[i]);
-  fast::kernels().expf(eval_data(), x, y, n, true);
+  fast::kernels().expf(eval_data(), x, y, n);
 }
 
 Ex2EvalData Ex2Profile::eval_data() const {

@@ -17,8 +17,8 @@ void ex2_lanes(const Ex2EvalData& d, const float* x, float* y, size_t n) {
   over_lanes(x, y, n, [&](VF v) { return tqref::vec::bit_cast<VF>(ex2_eval::ex2_bits(d, tqref::vec::bit_cast<VU>(v))); });
 }
 
-void expf_lanes(const Ex2EvalData& d, const float* x, float* y, size_t n, bool split) {
-  over_lanes(x, y, n, [&](VF v) { return ex2_eval::expf<VF, VU>(d, v, split); });
+void expf_lanes(const Ex2EvalData& d, const float* x, float* y, size_t n) {
+  over_lanes(x, y, n, [&](VF v) { return ex2_eval::expf<VF, VU>(d, v); });
 }
 
 void fraction_lanes(const Ex2EvalData& d, uint32_t first, uint32_t n, uint32_t* out) {

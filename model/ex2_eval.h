@@ -132,10 +132,8 @@ template <class U> TQREF_EX2_INLINE U ex2_bits(const Ex2EvalData& d, U b) {
 
 // EXPF of docs/spec.md section 5 on lanes of F (float or a float vector; U the matching uint32 lanes):
 // y = f32(x * log2 e); EX2(y) for y >= -126 or NaN, else f32(r * r) with r = EX2(f32(y * 0.5)).
-// split = false is mutant 14's EX2(y) for every y (DecodeParams::expf_split).
-template <class F, class U> TQREF_EX2_INLINE F expf(const Ex2EvalData& d, F x, bool split) {
+template <class F, class U> TQREF_EX2_INLINE F expf(const Ex2EvalData& d, F x) {
   const F y = x * f32_from_bits(0x3FB8AA3Bu);  // log2(e) as the kernel's literal
-  if (!split) return tqref::vec::bit_cast<F>(ex2_bits(d, tqref::vec::bit_cast<U>(y)));
   const auto small = y < -126.0f;  // false for NaN
   const F r = tqref::vec::bit_cast<F>(ex2_bits(d, tqref::vec::bit_cast<U>(small ? y * 0.5f : y)));
   return small ? r * r : r;

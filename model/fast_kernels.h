@@ -50,7 +50,7 @@ struct FastKernels {
   const char* isa;  // "avx512", "avx2", "portable"
   // y[i] = EX2(x[i]) / EXPF(x[i]) of Ex2Profile for x <= 0 or NaN; F[first .. first + n).
   void (*ex2)(const Ex2EvalData& d, const float* x, float* y, size_t n);
-  void (*expf)(const Ex2EvalData& d, const float* x, float* y, size_t n, bool split);
+  void (*expf)(const Ex2EvalData& d, const float* x, float* y, size_t n);
   void (*fractions)(const Ex2EvalData& d, uint32_t first, uint32_t n, uint32_t* out);
   // Warp w of sequence s for the q heads of kv head kvh: walk, scores, factors, V; writes their
   // states and, with diag, their skipped[] entries of the warp's range.

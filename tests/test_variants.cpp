@@ -12,6 +12,7 @@
 #include "cases/rng.h"
 #include "cases/step_groups.h"
 #include "decode_case.h"
+#include "rules.h"
 #include "sm90_ex2.h"
 #include "tqref/quantize.h"
 #include "tqref/variant.h"
@@ -77,14 +78,20 @@ BOOST_AUTO_TEST_CASE(writer_variant_policy_without_a_writer_change_is_the_contra
     }
 }
 
-// Catches an EXPF of the variant policy that is not the fault-injection EXPF of mutant 14
-// (DecodeParams::expf_split = false, written independently in decode.cpp and decode_fast).
-BOOST_AUTO_TEST_CASE(expf_no_split_equals_the_unsplit_expf_of_mutant_14) {
-  const Variant v = parse_variant("expf-no-split");
-  for (DecodeCase dc : decode_cases()) {
-    const std::vector<uint16_t> by_variant = decode(dc, &v);
-    dc.p.expf_split = false;
-    BOOST_TEST((by_variant == decode(dc, nullptr)));
+// Catches a variant EXPF that is not mutant 14's (EX2 of f32(x * log2 e) for every x, so every
+// result below 2^-126 is +0) or a contract EXPF of the policy that is not Ex2Profile::expf, on
+// arguments across the split (y from -200 to 0, and subnormal and zero x).
+BOOST_AUTO_TEST_CASE(expf_of_the_policies) {
+  const Ex2Profile& ex2 = sm90_profile();
+  const Variant unsplit = parse_variant("expf-no-split");
+  const rules::VariantRules vr(unsplit);
+  const rules::ContractRules cr;
+  std::vector<float> xs = {-0.0f, 0.0f, -1e-40f, -87.0f, -87.4f, -87.5f, -100.0f, -103.2f, -138.0f};
+  for (int i = 0; i < 4000; ++i) xs.push_back(-0.035f * float(i));
+  for (float x : xs) {
+    BOOST_TEST(f32_bits(cr.expf(ex2, x)) == f32_bits(ex2.expf(x)), "x " << x);
+    const float y = x * f32_from_bits(rules::kLog2eBits);
+    BOOST_TEST(f32_bits(vr.expf(ex2, x)) == f32_bits(ex2.ex2(y)), "x " << x);
   }
 }
 

@@ -52,9 +52,10 @@ std::vector<uint16_t> decode_output_thresh_ge(const GoldenCase& c, const Ex2Prof
 }
 
 std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2) {
-  DecodeParams p = c.d.p;
-  p.expf_split = false;
-  return run_decode(c, p, ex2);
+  std::vector<uint16_t> out(c.d.out_init);
+  paged_decode_model(c.format, c.d.q, c.d.k_init, c.d.v_init, out, c.d.block_tables, c.d.seq_lens,
+                     c.d.p, ex2, parse_variant("expf-no-split"));
+  return out;
 }
 
 uint64_t writer_fma_contract_scales(const GoldenCase& c, std::span<uint8_t> v_cache) {

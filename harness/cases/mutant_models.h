@@ -15,7 +15,7 @@ namespace tqref::golden {
 // `factor > T'` with T' the next binary32 below THRESH. Returns the decode case's output buffer.
 std::vector<uint16_t> decode_output_thresh_ge(const GoldenCase& c, const Ex2Profile& ex2);
 
-// Mutant 14: EXPF without the split below y = -126 (DecodeParams::expf_split = false).
+// Mutant 14: EXPF without the split below y = -126 (the variant expf-no-split, tqref/variant.h).
 std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2);
 
 // Mutant 13 on the writer: replaces the scale byte of every group of every written token in
