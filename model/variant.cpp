@@ -222,6 +222,8 @@ uint8_t VariantRules::scale_byte(float s) const {
 uint16_t VariantRules::output_bf16(float y) const {
   const uint16_t b = f32_to_bf16(y);
   if (v_.perturbed != Step::d_out_bf16 || b == 0x7FFF) return b;
+  const bool inf = (b & 0x7FFFu) == 0x7F80u;
+  if (inf && ((b & 0x8000u) != 0) == (v_.ulps < 0)) return b;  // past +-Inf: no value, stays
   return static_cast<uint16_t>(step_sign_magnitude(b, v_.ulps, 15));
 }
 

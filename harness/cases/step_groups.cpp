@@ -100,18 +100,32 @@ std::vector<Group> inverse_scale_sensitive_groups(const FormatTraits& t) {
     g[1] = bf16(x);
     out.push_back(g);
   };
-  for (uint32_t ma = 128; ma < 256; ++ma)  // normal regime: amax in [1, 2), x/amax down to 2^-6
+  // (1) A nonzero bound (|y| >= 0.25): while inv and y are normal, y depends on x/amax only, so
+  // amax in [1, 2) and x/amax down to 2^-6 stand for every binade.
+  for (uint32_t ma = 128; ma < 256; ++ma)
     for (int e = 0; e <= 6; ++e)
       for (uint32_t mx = 128; mx < 256; ++mx)
         for (float sign : {1.0f, -1.0f}) {
           const float amax = float(ma) / 128.0f, x = sign * float(mx) / 128.0f * std::ldexp(1.0f, -e);
           if (std::fabs(x) <= amax) try_pair(amax, x);
         }
-  for (uint32_t ea = 127 + 16; ea < 255; ++ea)  // x subnormal, amax >= 2^16: x*inv near 2^-149
-    for (uint32_t ma = 0; ma < 128; ++ma)
-      for (uint32_t mx = 1; mx < 128; ++mx)
-        for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)})
-          try_pair(bf16_to_f32(uint16_t(ea << 7 | ma)), bf16_to_f32(uint16_t(sign | mx)));
+  // (1b) amax in the top binade, where MAX/amax may be subnormal: every x.
+  for (uint32_t ma = 0; ma < 128; ++ma) {
+    const float amax = bf16_to_f32(uint16_t(254u << 7 | ma));
+    for (uint32_t xb = 0; xb < 0x7F80u; ++xb)
+      for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)}) try_pair(amax, bf16_to_f32(uint16_t(sign | xb)));
+  }
+  // (2) The 0.0 bound: a code changes only where x*inv rounds to -0 on one side and to -2^-149 on
+  // the other, |x * inv| near 2^-150: for every amax > 1e-12, the bf16 x around 2^-150 / inv.
+  for (uint32_t ab = 0x2B8Du; ab < 0x7F80u; ++ab) {  // 0x2B8D: the first bf16 above 1e-12
+    const float amax = bf16_to_f32(uint16_t(ab)), inv = t.max / amax;
+    const uint16_t at = f32_to_bf16(std::ldexp(1.0f, -150) / inv);
+    for (int d = -4; d <= 4; ++d) {
+      const int xb = int(at) + d;
+      if (xb <= 0 || xb >= 0x7F80 || bf16_to_f32(uint16_t(xb)) > amax) continue;
+      for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)}) try_pair(amax, bf16_to_f32(uint16_t(sign | xb)));
+    }
+  }
   return out;
 }
 

@@ -26,10 +26,11 @@ const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t);
 
 // Every pair (amax, x) of bf16 values, as groups {amax, x, 0, ...}, for which the inverse scale
 // MAX/amax one binary32 step up or down changes x's code, found by exhausting the pairs that can:
-// x/amax over every pair of bf16 significands and every binade down to below the smallest
-// positive bound (the scaled value depends on the ratio only while it is normal), and every
-// subnormal x against every amax large enough to scale it to within a step of zero. Empty for
-// the three formats (tests/test_variants.cpp): why ulp+-:w-inv-div is excluded from coverage.
+// near a nonzero bound, x/amax over every pair of bf16 significands and every binade down to
+// below the smallest positive bound (the scaled value depends on the ratio only while it and
+// MAX/amax are normal), every x against every amax of the top binade (MAX/amax subnormal there),
+// and near the 0.0 bound every amax with the x that scale to about 2^-150. Empty for the three
+// formats (tests/test_variants.cpp): why ulp+-:w-inv-div is excluded from coverage.
 std::vector<std::array<uint16_t, kGroupSize>> inverse_scale_sensitive_groups(const FormatTraits& t);
 
 }  // namespace tqref::golden

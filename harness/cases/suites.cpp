@@ -245,14 +245,14 @@ std::vector<CaseSpec> flags() {
       std::vector<int32_t> short_lens;  // 17, 24: singles only; 64: two batches per warp
       for (int i = 0; i < 48; ++i) short_lens.push_back(i % 3 == 0 ? 64 : i % 3 == 1 ? 24 : 17);
       CaseSpec r = decode(t.format, D, 1, 16, 16, short_lens, 0, Dist::rising_scores);
-      v.push_back(searched(r, 16, row_scale_entry));
+      v.push_back(searched(r, 40, row_scale_entry));
       CaseSpec o = decode(t.format, D, 1, 2, 16, {12, 13}, 0, Dist::overflow_pair);
       v.push_back(searched(o, 2, pair_fusion_entry));
       CaseSpec c = decode(t.format, D, 2, 2, 16, {64, 40, 29, 57, 16, 33, 48, 21, 64, 24, 40, 64},
                           0, Dist::cancelling);
       v.push_back(searched(c, 24, o_fusion_entry));
       CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 64}, 0, Dist::tiny_rescale);
-      v.push_back(searched(tr, 16, split_path_entry));
+      v.push_back(searched(tr, 40, split_path_entry));
     }
   }
   return v;

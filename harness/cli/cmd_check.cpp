@@ -346,7 +346,8 @@ int cmd_check(const std::vector<std::string>& args) {
   const Provenance prov = read_provenance(root);
   // The model backend computes the file's variant of the contract unless told otherwise.
   const std::string variant = a.model_variant.empty() ? prov.model_variant : a.model_variant;
-  if (!apply_model_variant("tqref check", variant)) return kExitUsage;
+  if (!apply_model_variant("tqref check", variant))  // a bad name of the file's: bad input
+    return a.model_variant.empty() ? kExitBadInput : kExitUsage;
   if (!variant.empty() || !prov.model_variant.empty())
     std::printf("model variant: %s (file: %s)\n", variant.empty() ? "contract" : variant.c_str(),
                 prov.model_variant.empty() ? "contract" : prov.model_variant.c_str());
@@ -354,6 +355,9 @@ int cmd_check(const std::vector<std::string>& args) {
   const Ex2Profile* ex2p = ex2 ? &*ex2 : nullptr;
   OpenedBackend opened = open_backend(a, ex2p);
   if (!opened.backend) return opened.exit_code;
+  // The model backend took the variant to compute; the anatomy's hypotheses change the file's
+  // expectations, so from here on the model computes the file's variant.
+  if (!apply_model_variant("tqref check", prov.model_variant)) return kExitBadInput;
   // Asked before the fault decorator wraps the backend (it forwards run() only).
   const Ex2Source ex2_src = opened.backend->decode_ex2();
   if (!ex2_src.same_as_file) std::printf("EX2: %s\n", ex2_src.why.c_str());

@@ -17,6 +17,7 @@
 #include <boost/program_options.hpp>
 
 #include "command.h"
+#include "judge/coverage.h"
 #include "options.h"
 #include "conform/module_file.h"
 #include "conform/options.h"
@@ -50,6 +51,7 @@ struct Args {
   int device = 0;
   size_t show = 4;
   bool no_invariance = false;
+  bool no_coverage = false;
   golden::LevelTOptions topt;
   std::string dispatch = "published", out_of_contract = "T";
 };
@@ -143,6 +145,18 @@ std::string calibrate(const Args& a, const std::string& arch, int* rc) {
          existing + "` if this GPU is the reference";
 }
 #endif
+
+// What the suites could have seen (judge/coverage.h): the flags suite first, since its searched
+// cases observe most entries and `first` then skips them in the larger suites.
+conform::RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
+  std::vector<const SuiteFile*> order;
+  for (const SuiteFile& s : suites)
+    if (s.name == "flags") order.insert(order.begin(), &s);
+    else order.push_back(&s);
+  golden::Coverage cov = golden::empty_coverage();
+  for (const SuiteFile* s : order) golden::add_coverage(cov, s->path, true);
+  return {cov.observable(), cov.total(), cov.blind()};
+}
 
 int run(const Args& a, const std::string& command_line) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -263,6 +277,7 @@ int run(const Args& a, const std::string& command_line) {
       if (e.fault) m.fault = "(module setup)";
     }
   }
+  if (!a.no_coverage) res.coverage = suites_coverage(suites);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   try {
     common::write_file_atomic(a.out + "/conform.md", report_markdown(res, a.show));
@@ -304,6 +319,8 @@ int cmd_conform(const std::vector<std::string>& args) {
       "t-margin", po::value(&a.topt.margin), "level T: relative margin around THRESH (default 1e-3)")(
       "no-invariance", po::bool_switch(&a.no_invariance),
       "skip level I (each case is otherwise also run in about 15 variant launches)")(
+      "no-coverage", po::bool_switch(&a.no_coverage),
+      "skip the coverage of the suites (what this run could have seen; the CPU model, once per run)")(
       "dispatch", po::value(&a.dispatch),
       "decoder build per case head_dim: published (HDIM=128 up to 128, 256 above; default) or exact")(
       "out-of-contract", po::value(&a.out_of_contract),

@@ -5,17 +5,12 @@
 // spot; entries that provably change no byte are listed apart and left out of M.
 #include <cstdio>
 #include <iostream>
-#include <map>
-#include <optional>
-#include <tuple>
 
 #include <boost/program_options.hpp>
 
 #include "cases/observe.h"
 #include "command.h"
-#include "io/case_io.h"
-#include "judge/ex2_for_file.h"
-#include "tqref/contract.h"
+#include "judge/coverage.h"
 #include "options.h"
 
 namespace po = boost::program_options;
@@ -25,67 +20,6 @@ namespace {
 using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
-
-// A kernel of the contract: the writer of a format, or the decoder of a format at an HDIM.
-using KernelKey = std::tuple<CaseKind, Format, uint32_t>;
-
-struct EntryCases {
-  std::string name;
-  std::vector<std::string> cases;  // cases that observe it, in file order
-};
-
-struct KernelCoverage {
-  std::vector<EntryCases> entries;
-  uint64_t cases = 0;
-};
-
-std::vector<KernelKey> all_kernels() {
-  std::vector<KernelKey> k;
-  for (const FormatTraits& t : kFormats) k.emplace_back(CaseKind::writer, t.format, 0);
-  for (uint32_t hdim : {128u, 256u})
-    for (const FormatTraits& t : kFormats) k.emplace_back(CaseKind::decode, t.format, hdim);
-  return k;
-}
-
-KernelKey key_of(const GoldenCase& c) {
-  return {c.kind, c.format, c.kind == CaseKind::decode ? c.d.p.hdim : 0};
-}
-
-std::string kernel_label(const KernelKey& k) {
-  const auto& [kind, format, hdim] = k;
-  std::string s = kernel_name(kind, format);
-  if (kind == CaseKind::decode) s += " HDIM " + std::to_string(hdim);
-  return s;
-}
-
-std::map<KernelKey, KernelCoverage> empty_coverage() {
-  std::map<KernelKey, KernelCoverage> m;
-  for (const KernelKey& k : all_kernels())
-    for (const Variant& v : coverage_entries(std::get<0>(k)))
-      m[k].entries.push_back({v.name, {}});
-  return m;
-}
-
-// Adds one file's cases. With `first`, an entry already observed is not run again.
-void add_file(const std::string& file, bool first, std::map<KernelKey, KernelCoverage>& cov) {
-  h5::Node root = h5::Node::open_file(file);
-  const Provenance prov = read_provenance(root);
-  const std::optional<Ex2Profile> ex2 = ex2_for_file(prov, file);
-  h5::Node cases = root.group("cases");
-  for (const std::string& name : cases.children()) {
-    const GoldenCase c = read_case(cases, name, false);
-    if (c.kind == CaseKind::decode && !decode_in_contract(c.d.p.head_dim, c.d.p.hdim)) continue;
-    KernelCoverage& kc = cov[key_of(c)];
-    ++kc.cases;
-    const std::vector<Variant> entries = coverage_entries(c.kind);
-    const std::vector<uint8_t> expected = expected_bytes(c);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (first && !kc.entries[i].cases.empty()) continue;
-      if (run_variant(c, entries[i], ex2 ? &*ex2 : nullptr) != expected)
-        kc.entries[i].cases.push_back(file + ":" + name);
-    }
-  }
-}
 
 std::string case_list(const std::vector<std::string>& cases, size_t max) {
   std::string s;
@@ -113,11 +47,11 @@ int cmd_coverage(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitUsage;
   }
-  std::map<KernelKey, KernelCoverage> cov = empty_coverage();
-  for (const std::string& f : files) add_file(f, first, cov);
+  Coverage cov = empty_coverage();
+  for (const std::string& f : files) add_coverage(cov, f, first);
   uint64_t seen = 0, total = 0;
-  for (const KernelKey& k : all_kernels()) {
-    const KernelCoverage& kc = cov[k];
+  for (const KernelKey& k : contract_kernel_keys()) {
+    const KernelCoverage& kc = cov.kernels.at(k);
     uint64_t n = 0;
     for (const EntryCases& e : kc.entries) n += !e.cases.empty();
     std::printf("%s: %llu of %zu observable (%llu cases)\n", kernel_label(k).c_str(),

@@ -133,6 +133,18 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
        "failure carries an anatomy sentence and a hypothesis verdict "
        "(docs/conform-guide.md, section 6).\n\n";
 
+  if (r.coverage.total) {
+    s += "## What this run could have seen\n\n`tqref coverage` over the suites (docs/variants.md): " +
+         std::to_string(r.coverage.observable) + " of " + std::to_string(r.coverage.total) +
+         " coverage entries (rounding steps one step off, variants of the contract) change some "
+         "case of these suites.";
+    if (r.coverage.blind.empty()) s += " No blind spot.\n\n";
+    else {
+      s += " Blind spots (no case of these suites would fail a kernel that differs only so):\n\n";
+      for (const std::string& b : r.coverage.blind) s += "- " + b + "\n";
+      s += "\n";
+    }
+  }
   s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | I | verdict |\n"
        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   std::set<std::string> anywhere;
@@ -208,6 +220,19 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
   return s;
 }
 
+namespace {
+
+// "this run could have seen" (judge/coverage.h); null when not computed.
+std::string coverage_json(const RunCoverage& c) {
+  if (!c.total) return "null";
+  std::string s = "{\"observable\": " + std::to_string(c.observable) + ", \"total\": " +
+                  std::to_string(c.total) + ", \"blind\": [";
+  for (size_t i = 0; i < c.blind.size(); ++i) s += (i ? ", " : "") + json_quote(c.blind[i]);
+  return s + "]}";
+}
+
+}  // namespace
+
 std::string report_json(const ConformResult& r) {
   std::string s = "{\n\"tool\": \"tqref conform\", \"version\": " + json_quote(r.tqref_version) +
                   ", \"git_commit\": " + json_quote(r.git_commit) + ",\n\"exit_code\": " +
@@ -218,7 +243,7 @@ std::string report_json(const ConformResult& r) {
                   ",\n\"ex2_profile_id\": " + json_quote(r.ex2_profile_id) + ", \"ex2_profile_path\": " +
                   json_quote(r.ex2_profile_path) + ", \"ex2_note\": " + json_quote(r.ex2_note) +
                   ", \"threshold\": " + fmt_float(r.threshold) + ", \"dispatch\": " + json_quote(r.dispatch) +
-                  ", \"out_of_contract\": " + json_quote(r.out_of_contract) + ",\n\"suites\": {";
+                  ", \"out_of_contract\": " + json_quote(r.out_of_contract) + ",\n\"coverage\": " + coverage_json(r.coverage) + ",\n\"suites\": {";
   for (size_t i = 0; i < r.suites.size(); ++i)
     s += std::string(i ? ", " : "") + json_quote(r.suites[i].first) + ": " + json_quote(r.suites[i].second);
   s += "},\n\"modules\": [";

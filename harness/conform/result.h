@@ -51,6 +51,13 @@ struct ModuleResult {
                                 // (module_pin.h); "" = no failing case
 };
 
+// Coverage of the run's suites (judge/coverage.h): entries observable of the total, and the blind
+// ones ("<kernel>: <entry>"); total 0 = not computed (--no-coverage).
+struct RunCoverage {
+  uint64_t observable = 0, total = 0;
+  std::vector<std::string> blind;
+};
+
 struct ConformResult {
   std::string command_line, started_utc, tqref_version, git_commit;
   std::string device;           // describe_device()
@@ -63,6 +70,7 @@ struct ConformResult {
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;
+  RunCoverage coverage;
 };
 
 // A module's facts known without a GPU: tag "m<index>-<file name>", size, sha256, pre-check.

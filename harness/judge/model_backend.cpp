@@ -5,7 +5,9 @@
 #include <stdexcept>
 
 #include "judge/backend.h"
+
 #include "tqref/decode.h"
+#include "tqref/model_path.h"
 #include "tqref/writer.h"
 
 namespace tqref::golden {
@@ -17,7 +19,10 @@ namespace {
 
 class ModelBackend : public Backend {
  public:
-  explicit ModelBackend(const Ex2Profile* ex2) : ex2_(ex2) {}
+  // The backend computes the variant set when it is made (tqref::model_variant(): the contract
+  // unless `check --model-variant` chose another); the failure anatomy, which runs later, models
+  // the file's expectations instead.
+  explicit ModelBackend(const Ex2Profile* ex2) : ex2_(ex2), variant_(model_variant()) {}
   std::string name() const override { return "model"; }
 
   CaseResult run(const GoldenCase& c) override {
@@ -37,7 +42,7 @@ class ModelBackend : public Backend {
     GuardedBuffer k = GuardedBuffer::with_guards(c.w.k_init);
     GuardedBuffer v = GuardedBuffer::with_guards(c.w.v_init);
     reshape_and_cache_model(c.format, c.w.key, c.w.value, {k.data(), k.size()},
-                            {v.data(), v.size()}, c.w.slot_mapping, c.w.p);
+                            {v.data(), v.size()}, c.w.slot_mapping, c.w.p, variant_);
     r.buffers["k_cache"] = std::move(k);
     r.buffers["v_cache"] = std::move(v);
   }
@@ -51,12 +56,14 @@ class ModelBackend : public Backend {
     std::vector<uint16_t> o(d.out_init);
     DecodeParams p = d.p;
     p.threshold = c.threshold;
-    paged_decode_model(c.format, d.q, d.k_init, d.v_init, o, d.block_tables, d.seq_lens, p, *ex2_);
+    paged_decode_model(c.format, d.q, d.k_init, d.v_init, o, d.block_tables, d.seq_lens, p, *ex2_,
+                       variant_);
     std::memcpy(out.data(), o.data(), out_bytes.size());
     r.buffers["output"] = std::move(out);
   }
 
   const Ex2Profile* ex2_;
+  const Variant variant_;
 };
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Observability coverage of golden files (docs/variants.md, "Coverage"): for every kernel of the
+// contract (writer x format, decoder x format x HDIM), every coverage entry (cases/observe.h: each
+// rounding step one step off either way, every named variant) with the cases whose output or pool
+// bytes it changes. `tqref coverage` prints it; `tqref conform` reports its summary ("this run
+// could have seen").
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "io/golden_case.h"
+
+namespace tqref::golden {
+
+// A kernel of the contract: the writer of a format (HDIM 0), or the decoder of a format at an HDIM.
+using KernelKey = std::tuple<CaseKind, Format, uint32_t>;
+std::vector<KernelKey> contract_kernel_keys();
+std::string kernel_label(const KernelKey& k);
+
+struct EntryCases {
+  std::string name;
+  std::vector<std::string> cases;  // "<file>:<case>" that observe it, in file order
+};
+
+struct KernelCoverage {
+  std::vector<EntryCases> entries;  // coverage_entries(kind), in that order
+  uint64_t cases = 0;               // cases of this kernel in the files
+};
+
+struct Coverage {
+  std::map<KernelKey, KernelCoverage> kernels;  // every kernel, with or without cases
+  uint64_t observable() const;
+  uint64_t total() const;
+  std::vector<std::string> blind() const;       // "<kernel>: <entry>"
+};
+
+// Every kernel with its entries, none observed yet.
+Coverage empty_coverage();
+// Adds one golden file's cases (launches inside the contract only). With `first`, an entry
+// already observed is not run again (one case per entry; much faster). Throws BadCase for a file
+// generated with --model-variant (its expectations are not the contract's).
+void add_coverage(Coverage& cov, const std::string& file, bool first);
+
+}  // namespace tqref::golden
