@@ -444,6 +444,8 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"calibrate ex2 --raw-out nodir/f.raw", kUsage, {"--raw-out nodir/f.raw", "directory"}},
       {"calibrate ex2 --raw-out .", kUsage, {"--raw-out . is a directory"}},
       {"study --out nodir/x.h5 --only theory --quick", kUsage, {"--out nodir/x.h5", "directory"}},
+      // a CSV directory under a file: was exit 5, "internal error: filesystem error", after the work
+      {"study --out ok.h5/sub --only theory --quick", kUsage, {"--out ok.h5/sub: ok.h5 exists and is not a directory"}},
       // non-finite and out-of-range float options (level T passed an injected fault with these)
       {"check ok.h5 --level T --t-margin inf", kUsage, {"--t-margin inf", "allowed: 0 .. 0.1"}},
       {"check ok.h5 --level T --t-margin nan", kUsage, {"--t-margin nan", "allowed: 0 .. 0.1"}},
