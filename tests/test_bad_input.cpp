@@ -418,6 +418,10 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"check ok.h5 --show many", kUsage, {"show"}},
       {"check ok.h5 --bogus", kUsage, {"bogus"}},
       {"check ok.h5 --case nosuch", kBadInput, {"no case 'nosuch'"}},
+      // filters that leave no case: exit 3 and no report (a "0 cases, 0 failures" report is green in CI)
+      {"check ok.h5 --filter nomatch --report r.json --junit r.xml", kBadInput,
+       {"no case of ok.h5 was checked", "no report written"}},
+      {"check ok.h5 --filter writer --kind decode --level I --report r.json", kBadInput, {"no case of ok.h5 was checked"}},
       {"check missing.h5", kBadInput, {"missing.h5", "not a readable HDF5 file"}},
       {"check ok.h5 --report nodir/r.json", kUsage, {"--report nodir/r.json", "directory"}},
       {"inspect missing.h5", kBadInput, {"missing.h5"}},
