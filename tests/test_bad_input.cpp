@@ -582,6 +582,46 @@ BOOST_AUTO_TEST_CASE(case_larger_than_memory_budget_is_refused) {
   fs::remove_all(dir);
 }
 
+// Would catch: --trace-padding-tokens taken as given (4e9: 6 GB, then bad_alloc, exit 5, or the
+// OOM killer; 1e7: 90 s, then bad_alloc), and a budget refusal whose allowed range is not the
+// padding that really fits (the bound named must be accepted, one more refused).
+BOOST_AUTO_TEST_CASE(trace_golden_padding_tokens_are_bounded) {
+  const fs::path dir = fixture().root / "trace_padding";
+  fs::create_directories(dir);
+  const std::string trace = "trace-golden --trace " TQREF_SOURCE_DIR "/data/traces/stories15M.h5 --out t.h5 ";
+  const auto t0 = std::chrono::steady_clock::now();
+  Run r = run_cli(trace + "--trace-padding-tokens 4000000000", dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find("--trace-padding-tokens 4000000000; allowed: 0 .. 65536") != std::string::npos, r.output);
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10.0);
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens 65536", dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find("--trace-padding-tokens 65536: building the 36 cases of stories15M.h5 needs") != std::string::npos,
+             r.output);
+  BOOST_TEST(r.output.find("allowed: at most the memory budget, 134217728 bytes") != std::string::npos, r.output);
+  const std::string said = "--trace-padding-tokens 0 .. ";
+  const size_t at = r.output.find(said);
+  BOOST_TEST_REQUIRE(at != std::string::npos, r.output);
+  const long most = std::stol(r.output.substr(at + said.size()));
+  BOOST_TEST(most > 0);
+  BOOST_TEST(most < 65536);
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens " + std::to_string(most + 1), dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find(said + std::to_string(most) + "\n") != std::string::npos, r.output);
+  BOOST_TEST(leftovers(dir, {}).empty());
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens " + std::to_string(most), dir);
+  BOOST_TEST(r.code == 0, r.output);
+  BOOST_TEST(fs::exists(dir / "t.h5"));
+  fs::remove(dir / "t.h5");
+  // The trace's cases alone past the budget: the file's sequences and layers, not the option.
+  r = run_cli("--max-memory 8M " + trace, dir);
+  BOOST_TEST(r.code == kBadInput, r.output);
+  BOOST_TEST(r.output.find("building the 36 cases of stories15M.h5 needs") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("choose fewer --trace-sequences or --trace-layers") != std::string::npos, r.output);
+  BOOST_TEST(leftovers(dir, {}).empty());
+  fs::remove_all(dir);
+}
+
 namespace {
 
 // Starts `tqref ARGS...` in `dir` with stderr to `err`; returns the child's pid.
