@@ -489,6 +489,11 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --suite models --models models.yaml --out o.h5", kBadInput,
        {"models.yaml: model 'Huge'", "num_kv_heads = 65536; allowed: 1 .. 128"}},
       {"quantize --format turbo3v --file /dev/zero", kBadInput, {"--file /dev/zero is a character device"}},
+      // demo at its documented maxima (each option alone is in range): was bad_alloc, exit 5
+      {"--max-memory 1G demo --tokens 1048576 --heads 256 --head-dim 1024 --block-size 1024", kUsage,
+       {"--tokens 1048576 --heads 256 --head-dim 1024 --block-size 1024 (K and V tensors, pools, slots) needs",
+        "allowed: at most the memory budget, 1073741824 bytes"}},
+      {"demo --tokens 1048576 --heads 8 --head-dim 1024", kUsage, {"allowed: at most the memory budget, 8589934592 bytes"}},
       // the memory budget option
       {"--max-memory 0 check ok.h5", kUsage, {"--max-memory 0", "allowed: 1M"}},
       {"check ok.h5 --max-memory lots", kUsage, {"--max-memory lots"}},
