@@ -400,6 +400,15 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
   yaml("models.yaml", "schema: 1\nmodels:\n  - name: Huge\n    source: x\n    checked: x\n    num_q_heads: 65536\n"
                       "    num_kv_heads: 65536\n    head_dim: 256\n    head_dim_field: head_dim\n    hidden_size: 1\n"
                       "    sliding_windows: []\n    layer_pattern: none\n    context: 4096\n");
+  // YAML forbids a key twice (yaml-cpp let the later one win); a decode sweep needs a sequence;
+  // escape sequences in keys and values are shown escaped.
+  yaml("duplicate_key.yaml", "kind: writer\nhead_dim: 128\nblock_size: 4\nhead_dim: 64\n");
+  yaml("no_sequences.yaml", "kind: decode\nhead_dim: 128\nseq_lens: []\n");
+  yaml("no_sequences_nested.yaml", "kind: decode\nseq_lens: [[1, 2],\n  []]\n");
+  yaml("escape_value.yaml", "kind: writer\nformat: \"\\e[31mred\\e]0;pwned\\a\"\n");
+  yaml("escape_key.yaml", "kind: writer\n\"\\e[2J\": 1\n");
+  yaml("models_duplicate_key.yaml", "schema: 1\nmodels:\n  - name: A\n    name: B\n");
+  yaml("models_escape.yaml", "schema: 1\nmodels:\n  - name: \"\\e[2JHuge\"\n    source: x\n");
   BOOST_TEST_REQUIRE(::mkfifo((dir / "fifo.h5").c_str(), 0600) == 0);
   fs::create_symlink("ok.h5", dir / "link.h5");  // other names of the input
   fs::create_hard_link(dir / "ok.h5", dir / "hard.h5");
@@ -442,6 +451,18 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config negative.yaml --out o.h5", kBadInput, {"num_kv_heads", "-2"}},
       {"generate --config explosion.yaml --out o.h5", kBadInput, {"explosion.yaml", "1000000 points", "allowed: <= 100000"}},
       {"generate --config key_not_scalar.yaml --out o.h5", kBadInput, {"key_not_scalar.yaml"}},
+      {"generate --config duplicate_key.yaml --out o.h5", kBadInput,
+       {"duplicate_key.yaml: key 'head_dim': line 4: given again (first on line 2)",
+        "allowed: each key once (YAML forbids duplicate keys)"}},
+      {"generate --config no_sequences.yaml --out o.h5", kBadInput,
+       {"no_sequences.yaml: key 'seq_lens': line 3: an empty list of sequence lengths", "allowed: 1 .. 65535"}},
+      {"generate --config no_sequences_nested.yaml --out o.h5", kBadInput,
+       {"no_sequences_nested.yaml: key 'seq_lens': line 3: an empty list of sequence lengths"}},
+      {"generate --config escape_value.yaml --out o.h5", kBadInput, {"key 'format': '\\x1b[31mred\\x1b]0;pwned\\x07'"}},
+      {"generate --config escape_key.yaml --out o.h5", kBadInput, {"key '\\x1b[2J': unknown key"}},
+      {"generate --suite models --models models_duplicate_key.yaml --out o.h5", kBadInput,
+       {"models_duplicate_key.yaml: key 'name': line 4: given again (first on line 3)"}},
+      {"generate --suite models --models models_escape.yaml --out o.h5", kBadInput, {"model '\\x1b[2JHuge'"}},
       {"trace-validate ok.h5", kBadInput, {"ok.h5", "tqref.trace", "attribute 'schema' missing"}, 12},
       {"study --threads -3", kUsage, {"--threads -3"}},
       // before any GPU work (exit 2, not 4 "no GPU" on a machine without one)
@@ -511,6 +532,9 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
       for (const auto& s : c.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
       BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= c.max_lines, r.output);
+      // Nothing from a file or an option drives the terminal: no control character but newlines.
+      BOOST_TEST(std::none_of(r.output.begin(), r.output.end(),
+                              [](char ch) { return (unsigned char)ch < 0x20 && ch != '\n'; }), r.output);
       std::vector<std::string> keep = {"ok.h5", "fifo.h5", "link.h5", "hard.h5"};
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".yaml") keep.push_back(e.path().filename().string());
