@@ -335,18 +335,120 @@ bool Walker::data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, con
 // under it, copied by libhdf5 (H5Ocopy decodes the source's metadata and encodes the copy itself)
 // into an in-memory file, whose image becomes `out` after its first byte. The copy keeps the
 // source's layouts and filters; its raw chunks are the source's, checked again when read.
+// Attributes are not H5Ocopy's: libhdf5 1.10 crashes copying an object whose attributes are in
+// dense storage (more than 8, as h5py writes them with libver='latest', or any file of the 1.10
+// format) when one holds a variable-length string (h5copy crashes too). copy_attributes reads
+// each attribute's value (libhdf5 decodes it, here in the child) and writes it onto the copied
+// object (libhdf5 encodes it).
 constexpr const char* kCopyRoot = "validated";
+
+struct AttrCopy {
+  hid_t dst;
+  const std::string* path;
+  uint64_t file_size;
+  std::string problem;
+};
+
+// One attribute of `src` onto the copy: the same name (and its character set), datatype (a
+// transient copy: a committed type is an object of the source file) and dataspace. Values are
+// read and written in the type's memory form, variable-length data through the copy's global
+// heap; references are written as zeros, as H5Ocopy writes them into another file without
+// H5O_COPY_EXPAND_REFERENCE_FLAG. A fixed-size value larger than the file is a corrupt type.
+herr_t copy_attribute(hid_t src, const char* name, const H5A_info_t* info, void* data) {
+  auto* c = static_cast<AttrCopy*>(data);
+  const auto fail = [&](const char* why) {
+    c->problem = *c->path + " attribute '" + printable(name) + "': " + why;
+    return herr_t(-1);
+  };
+  Handle a(H5Aopen(src, name, H5P_DEFAULT), H5Aclose);
+  Handle stored(a ? H5Aget_type(a.get()) : H5I_INVALID_HID, H5Tclose);
+  Handle type(stored ? H5Tcopy(stored.get()) : H5I_INVALID_HID, H5Tclose);
+  Handle space(a ? H5Aget_space(a.get()) : H5I_INVALID_HID, H5Sclose);
+  const hssize_t n = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (!type || n < 0) return fail("corrupt file: unreadable type or dataspace");
+  const bool vlen = H5Tdetect_class(type.get(), H5T_VLEN) > 0, ref = H5Tdetect_class(type.get(), H5T_REFERENCE) > 0;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(uint64_t(H5Tget_size(type.get())), uint64_t(n), &bytes) ||
+      (!vlen && bytes > c->file_size))
+    return fail("corrupt file: a value larger than the file");
+  Handle acpl(H5Pcreate(H5P_ATTRIBUTE_CREATE), H5Pclose);
+  H5Pset_char_encoding(acpl.get(), info->cset);
+  Handle copy(H5Acreate2(c->dst, name, type.get(), space.get(), acpl.get(), H5P_DEFAULT), H5Aclose);
+  if (!copy) return fail("corrupt file: libhdf5 cannot copy it");
+  if (n == 0) return 0;
+  std::vector<unsigned char> value(size_t(bytes), 0);
+  if (!ref && H5Aread(a.get(), type.get(), value.data()) < 0) return fail("corrupt file: the value cannot be read");
+  const bool written = H5Awrite(copy.get(), type.get(), value.data()) >= 0;
+  if (vlen && !ref) H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, value.data());
+  return written ? 0 : fail("corrupt file: libhdf5 cannot copy its value");
+}
+
+// The attributes of `src` onto `dst`, in creation order where the source indexes it.
+std::string copy_attributes(hid_t src, hid_t dst, const std::string& path, uint64_t file_size) {
+  unsigned order = 0;
+  H5O_info_t oi;
+  if (H5Oget_info2(src, &oi, H5O_INFO_BASIC) < 0) return path + ": corrupt file: unreadable object header";
+  Handle plist(oi.type == H5O_TYPE_GROUP     ? H5Gget_create_plist(src)
+               : oi.type == H5O_TYPE_DATASET ? H5Dget_create_plist(src)
+                                             : H5Tget_create_plist(src),
+               H5Pclose);
+  if (plist) H5Pget_attr_creation_order(plist.get(), &order);
+  AttrCopy c{dst, &path, file_size, ""};
+  hsize_t at = 0;
+  const H5_index_t index = (order & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  if (H5Aiterate2(src, index, H5_ITER_INC, &at, copy_attribute, &c) >= 0) return "";
+  return c.problem.empty() ? path + ": corrupt file: the attributes cannot be listed" : c.problem;
+}
+
+// Every object's attributes onto its copy: `src` and `dst` are the same group in the source and
+// in the copy. Each copied object once (a second hard link to it in the copy is the same
+// object), the links as the walk validated them.
+std::string copy_attributes_below(hid_t src, hid_t dst, const std::string& path, uint64_t file_size,
+                                  std::set<haddr_t>* done, const Note& note) {
+  std::vector<std::string> names;
+  LinkScan scan{&path, &names, ""};
+  hsize_t at = 0;
+  if (H5Literate(src, H5_INDEX_NAME, H5_ITER_INC, &at, on_link, &scan) < 0)
+    return scan.bad.empty() ? path + ": corrupt file: the group's links cannot be listed" : scan.bad;
+  for (const std::string& name : names) {
+    const std::string where = join(path, name);
+    note(where + " (copying attributes)");
+    Handle s(H5Oopen(src, name.c_str(), H5P_DEFAULT), H5Oclose), d(H5Oopen(dst, name.c_str(), H5P_DEFAULT), H5Oclose);
+    H5O_info_t info;
+    if (!s || !d || H5Oget_info2(d.get(), &info, H5O_INFO_BASIC) < 0) return where + ": cannot open its copy";
+    if (!done->insert(info.addr).second) continue;
+    if (std::string why = copy_attributes(s.get(), d.get(), where, file_size); !why.empty()) return why;
+    if (info.type == H5O_TYPE_GROUP)
+      if (std::string why = copy_attributes_below(s.get(), d.get(), where, file_size, done, note); !why.empty())
+        return why;
+  }
+  return "";
+}
 
 std::string copy_image(hid_t src, const Note& note, std::string& out) {
   note("/ (copying)");
+  hsize_t file_size = 0;
+  if (H5Fget_filesize(src, &file_size) < 0) return "/: cannot read the file size";
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fapl_core(fapl.get(), size_t(1) << 20, 0);
   Handle dst(H5Fcreate("tqref-validated-copy", H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
   if (!dst) return "/: cannot create the validated copy in memory";
-  if (H5Ocopy(src, "/", dst.get(), kCopyRoot, H5P_DEFAULT, H5P_DEFAULT) < 0)
+  Handle ocpypl(H5Pcreate(H5P_OBJECT_COPY), H5Pclose);
+  H5Pset_copy_object(ocpypl.get(), H5O_COPY_WITHOUT_ATTR_FLAG);
+  if (H5Ocopy(src, "/", dst.get(), kCopyRoot, ocpypl.get(), H5P_DEFAULT) < 0)
     return "/: corrupt file: libhdf5 cannot copy its objects";
+  {
+    Handle s(H5Oopen(src, "/", H5P_DEFAULT), H5Oclose), d(H5Oopen(dst.get(), kCopyRoot, H5P_DEFAULT), H5Oclose);
+    if (!s || !d) return "/: cannot open the validated copy";
+    H5O_info_t root;
+    if (H5Oget_info2(d.get(), &root, H5O_INFO_BASIC) < 0) return "/: cannot open the validated copy";
+    std::set<haddr_t> done = {root.addr};
+    std::string why = copy_attributes(s.get(), d.get(), "/", file_size);
+    if (why.empty()) why = copy_attributes_below(s.get(), d.get(), "/", file_size, &done, note);
+    if (!why.empty()) return why;
+  }
   const ssize_t n = H5Fflush(dst.get(), H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(dst.get(), nullptr, 0);
   if (n <= 0) return "/: cannot take the image of the validated copy";
   out.assign(size_t(n) + 1, 'I');

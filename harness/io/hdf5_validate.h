@@ -10,9 +10,10 @@
 // child, and the message names the object it was reading. That the child survived says nothing
 // about the same reads in tqref's own process: libhdf5 1.10 decodes some messages without bounds
 // checks, and whether such a read crashes depends on the process's memory layout (finding 8,
-// docs/reliability.md). So the child also copies the file (H5Ocopy: libhdf5 decodes the source's
-// metadata there and encodes the copy itself) into an in-memory file and sends its image; tqref's
-// process reads only that copy, never metadata bytes from the untrusted file.
+// docs/reliability.md). So the child also copies the file (H5Ocopy, attributes value by value:
+// libhdf5 decodes the source's metadata there and encodes the copy itself) into an in-memory file
+// and sends its image; tqref's process reads only that copy, never metadata bytes from the
+// untrusted file.
 #pragma once
 #include <hdf5.h>
 
