@@ -611,6 +611,38 @@ BOOST_AUTO_TEST_CASE(case_larger_than_memory_budget_is_refused) {
   fs::remove_all(dir);
 }
 
+// Would catch: the cheap check of a case's memory (from its attributes) made only after the
+// validating pass inflated every dataset: this 9 MB file declares K pools of 2 x 4 GiB of zeros
+// (2^21 blocks), which took 99 to 152 s to inflate before the same refusal. The check now runs in
+// the validating child between its structure and data phases (golden::check_case_memory), for
+// every command that reads golden files: refused in about a second.
+BOOST_AUTO_TEST_CASE(case_over_budget_is_refused_before_inflating) {
+  const fs::path dir = fixture().root / "inflate";
+  fs::create_directories(dir);
+  const fs::path f = dir / "big.h5";
+  fs::copy_file(fixture().valid, f);
+  const CaseNames& n = fixture().names;
+  const uint64_t blocks = uint64_t(1) << 21;  // 2 KiB per block: 4 GiB per K pool
+  set_int_attr(f, n.writer, "num_blocks", int64_t(blocks));
+  for (const char* g : {"initial/k_cache", "expected/k_cache"}) write_zero_dataset(f, in(n.writer, g), {blocks, 4, 2, 128}, 512);
+  BOOST_TEST(fs::file_size(f) < (uint64_t(10) << 20), fs::file_size(f) << " bytes");
+  for (const std::string cmd : {"check big.h5 --report r.json --junit r.xml", "inspect big.h5"}) {
+    BOOST_TEST_CONTEXT(cmd) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Run r = run_cli(cmd, dir);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      BOOST_TEST(r.code == kBadInput, r.output);
+      BOOST_TEST(r.output.find("big.h5:/cases/") != std::string::npos, r.output);
+      BOOST_TEST(r.output.find("the case (num_blocks = 2097152, read and run) needs") != std::string::npos, r.output);
+      BOOST_TEST(r.output.find("allowed: at most the memory budget, 8589934592 bytes") != std::string::npos, r.output);
+      BOOST_TEST(secs < 30.0, "refused after " << secs << " s");  // inflating first took 99 s or more
+      const auto extra = leftovers(dir, {"big.h5"});
+      BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Would catch: --trace-padding-tokens taken as given (4e9: 6 GB, then bad_alloc, exit 5, or the
 // OOM killer; 1e7: 90 s, then bad_alloc), and a budget refusal whose allowed range is not the
 // padding that really fits (the bound named must be accepted, one more refused).

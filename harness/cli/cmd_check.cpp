@@ -349,7 +349,7 @@ int cmd_check(const std::vector<std::string>& args) {
   if (const auto rc = parse_options("tqref check", args, desc, vm, &pos)) return *rc;
   if (const auto rc = check_arguments(a, vm)) return *rc;
   if (!apply_model_option("tqref check", a.model)) return kExitUsage;
-  h5::Node root = h5::Node::open_file(a.file);
+  h5::Node root = open_golden_file(a.file);
   const Provenance prov = read_provenance(root);
   // The model backend computes the file's variant of the contract unless told otherwise.
   const std::string variant = a.model_variant.empty() ? prov.model_variant : a.model_variant;
