@@ -243,7 +243,7 @@ void write_zero_dataset(const fs::path& file, const std::string& obj, const std:
   chunk[0] = chunk_rows;
   Id space{H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose};
   Id dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
-  must(H5Pset_chunk(dcpl.id, int(chunk.size()), chunk.data()) >= 0 && H5Pset_deflate(dcpl.id, 1) >= 0, "chunking");
+  must(H5Pset_chunk(dcpl.id, int(chunk.size()), chunk.data()) >= 0 && H5Pset_deflate(dcpl.id, 9) >= 0, "chunking");
   Id d{H5Dcreate2(f.id, obj.c_str(), H5T_STD_U16LE, space.id, H5P_DEFAULT, dcpl.id, H5P_DEFAULT), H5Dclose};
   must(d.id >= 0, "cannot create " + obj);
   // One chunk written through the filter, read back compressed, then copied to every chunk.

@@ -60,7 +60,7 @@ void set_uint64_attr(const fs::path& file, const std::string& obj, const std::st
 // Renames (moves) link `from` to `to` in the same file.
 void rename_link(const fs::path& file, const std::string& from, const std::string& to);
 // Dataset `obj` replaced by a uint16 dataset of `shape` whose chunks (of `chunk` elements along
-// the first axis, deflate only) all hold zeros, written as precompressed chunks: gigabytes of
+// the first axis, deflate level 9 only) all hold zeros, written as precompressed chunks: gigabytes of
 // data in a file of a few megabytes, in well under a second.
 void write_zero_dataset(const fs::path& file, const std::string& obj, const std::vector<uint64_t>& shape,
                         uint64_t chunk_rows);

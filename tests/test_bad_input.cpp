@@ -400,6 +400,15 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
   yaml("models.yaml", "schema: 1\nmodels:\n  - name: Huge\n    source: x\n    checked: x\n    num_q_heads: 65536\n"
                       "    num_kv_heads: 65536\n    head_dim: 256\n    head_dim_field: head_dim\n    hidden_size: 1\n"
                       "    sliding_windows: []\n    layer_pattern: none\n    context: 4096\n");
+  // YAML forbids a key twice (yaml-cpp let the later one win); a decode sweep needs a sequence;
+  // escape sequences in keys and values are shown escaped.
+  yaml("duplicate_key.yaml", "kind: writer\nhead_dim: 128\nblock_size: 4\nhead_dim: 64\n");
+  yaml("no_sequences.yaml", "kind: decode\nhead_dim: 128\nseq_lens: []\n");
+  yaml("no_sequences_nested.yaml", "kind: decode\nseq_lens: [[1, 2],\n  []]\n");
+  yaml("escape_value.yaml", "kind: writer\nformat: \"\\e[31mred\\e]0;pwned\\a\"\n");
+  yaml("escape_key.yaml", "kind: writer\n\"\\e[2J\": 1\n");
+  yaml("models_duplicate_key.yaml", "schema: 1\nmodels:\n  - name: A\n    name: B\n");
+  yaml("models_escape.yaml", "schema: 1\nmodels:\n  - name: \"\\e[2JHuge\"\n    source: x\n");
   BOOST_TEST_REQUIRE(::mkfifo((dir / "fifo.h5").c_str(), 0600) == 0);
   fs::create_symlink("ok.h5", dir / "link.h5");  // other names of the input
   fs::create_hard_link(dir / "ok.h5", dir / "hard.h5");
@@ -418,6 +427,10 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"check ok.h5 --show many", kUsage, {"show"}},
       {"check ok.h5 --bogus", kUsage, {"bogus"}},
       {"check ok.h5 --case nosuch", kBadInput, {"no case 'nosuch'"}},
+      // filters that leave no case: exit 3 and no report (a "0 cases, 0 failures" report is green in CI)
+      {"check ok.h5 --filter nomatch --report r.json --junit r.xml", kBadInput,
+       {"no case of ok.h5 was checked", "no report written"}},
+      {"check ok.h5 --filter writer --kind decode --level I --report r.json", kBadInput, {"no case of ok.h5 was checked"}},
       {"check missing.h5", kBadInput, {"missing.h5", "not a readable HDF5 file"}},
       {"check ok.h5 --report nodir/r.json", kUsage, {"--report nodir/r.json", "directory"}},
       {"inspect missing.h5", kBadInput, {"missing.h5"}},
@@ -438,12 +451,26 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --config negative.yaml --out o.h5", kBadInput, {"num_kv_heads", "-2"}},
       {"generate --config explosion.yaml --out o.h5", kBadInput, {"explosion.yaml", "1000000 points", "allowed: <= 100000"}},
       {"generate --config key_not_scalar.yaml --out o.h5", kBadInput, {"key_not_scalar.yaml"}},
+      {"generate --config duplicate_key.yaml --out o.h5", kBadInput,
+       {"duplicate_key.yaml: key 'head_dim': line 4: given again (first on line 2)",
+        "allowed: each key once (YAML forbids duplicate keys)"}},
+      {"generate --config no_sequences.yaml --out o.h5", kBadInput,
+       {"no_sequences.yaml: key 'seq_lens': line 3: an empty list of sequence lengths", "allowed: 1 .. 65535"}},
+      {"generate --config no_sequences_nested.yaml --out o.h5", kBadInput,
+       {"no_sequences_nested.yaml: key 'seq_lens': line 3: an empty list of sequence lengths"}},
+      {"generate --config escape_value.yaml --out o.h5", kBadInput, {"key 'format': '\\x1b[31mred\\x1b]0;pwned\\x07'"}},
+      {"generate --config escape_key.yaml --out o.h5", kBadInput, {"key '\\x1b[2J': unknown key"}},
+      {"generate --suite models --models models_duplicate_key.yaml --out o.h5", kBadInput,
+       {"models_duplicate_key.yaml: key 'name': line 4: given again (first on line 3)"}},
+      {"generate --suite models --models models_escape.yaml --out o.h5", kBadInput, {"model '\\x1b[2JHuge'"}},
       {"trace-validate ok.h5", kBadInput, {"ok.h5", "tqref.trace", "attribute 'schema' missing"}, 12},
       {"study --threads -3", kUsage, {"--threads -3"}},
       // before any GPU work (exit 2, not 4 "no GPU" on a machine without one)
       {"calibrate ex2 --raw-out nodir/f.raw", kUsage, {"--raw-out nodir/f.raw", "directory"}},
       {"calibrate ex2 --raw-out .", kUsage, {"--raw-out . is a directory"}},
       {"study --out nodir/x.h5 --only theory --quick", kUsage, {"--out nodir/x.h5", "directory"}},
+      // a CSV directory under a file: was exit 5, "internal error: filesystem error", after the work
+      {"study --out ok.h5/sub --only theory --quick", kUsage, {"--out ok.h5/sub: ok.h5 exists and is not a directory"}},
       // non-finite and out-of-range float options (level T passed an injected fault with these)
       {"check ok.h5 --level T --t-margin inf", kUsage, {"--t-margin inf", "allowed: 0 .. 0.1"}},
       {"check ok.h5 --level T --t-margin nan", kUsage, {"--t-margin nan", "allowed: 0 .. 0.1"}},
@@ -483,6 +510,11 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"generate --suite models --models models.yaml --out o.h5", kBadInput,
        {"models.yaml: model 'Huge'", "num_kv_heads = 65536; allowed: 1 .. 128"}},
       {"quantize --format turbo3v --file /dev/zero", kBadInput, {"--file /dev/zero is a character device"}},
+      // demo at its documented maxima (each option alone is in range): was bad_alloc, exit 5
+      {"--max-memory 1G demo --tokens 1048576 --heads 256 --head-dim 1024 --block-size 1024", kUsage,
+       {"--tokens 1048576 --heads 256 --head-dim 1024 --block-size 1024 (K and V tensors, pools, slots) needs",
+        "allowed: at most the memory budget, 1073741824 bytes"}},
+      {"demo --tokens 1048576 --heads 8 --head-dim 1024", kUsage, {"allowed: at most the memory budget, 8589934592 bytes"}},
       // the memory budget option
       {"--max-memory 0 check ok.h5", kUsage, {"--max-memory 0", "allowed: 1M"}},
       {"check ok.h5 --max-memory lots", kUsage, {"--max-memory lots"}},
@@ -500,6 +532,9 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       BOOST_TEST(r.code == c.code, "exit " << r.code << ":\n" << r.output);
       for (const auto& s : c.says) BOOST_TEST(r.output.find(s) != std::string::npos, "'" << s << "' not in: " << r.output);
       BOOST_TEST(std::count(r.output.begin(), r.output.end(), '\n') <= c.max_lines, r.output);
+      // Nothing from a file or an option drives the terminal: no control character but newlines.
+      BOOST_TEST(std::none_of(r.output.begin(), r.output.end(),
+                              [](char ch) { return (unsigned char)ch < 0x20 && ch != '\n'; }), r.output);
       std::vector<std::string> keep = {"ok.h5", "fifo.h5", "link.h5", "hard.h5"};
       for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".yaml") keep.push_back(e.path().filename().string());
@@ -573,6 +608,132 @@ BOOST_AUTO_TEST_CASE(case_larger_than_memory_budget_is_refused) {
   BOOST_TEST(r.output.find("num_blocks = 131072") != std::string::npos, r.output);
   const auto extra = leftovers(dir, {"big.h5"});
   BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+  fs::remove_all(dir);
+}
+
+// Would catch: commands that disagree on one corrupt byte (`check` passed, 8 of 8 runs, while
+// `inspect` of the same bytes exited 3): the size of the root `config_yaml` string, one up or
+// down in its low byte or its second one, both where the attribute sits in a checksummed heap
+// block (a short sweep: every change is refused) and where it is a "huge" heap object, stored
+// without a checksum (a sweep above 4 KiB: 256 bytes more is refused). Each command must give the
+// same verdict and, when it refuses, the same message. (Where the huge form is not refused, every
+// command reads the same shorter or slightly longer string: docs/reliability.md says why the HDF5
+// 1.10 format cannot tell.)
+BOOST_AUTO_TEST_CASE(corrupt_config_yaml_size_is_judged_alike) {
+  const fs::path dir = fixture().root / "config_yaml";
+  fs::create_directories(dir);
+  std::string comments;
+  for (int i = 0; i < 100; ++i) comments += "# a comment line that makes the sweep longer than 4 KiB\n";
+  std::ofstream(dir / "short.yaml") << "kind: writer\nhead_dim: 128\nnum_tokens: 3\n";
+  std::ofstream(dir / "long.yaml") << "kind: writer\nhead_dim: 128\nnum_tokens: 3\n" << comments;
+  for (const std::string sweep : {"short", "long"}) {
+    BOOST_TEST_REQUIRE(run_cli("generate --config " + sweep + ".yaml --out " + sweep + ".h5", dir).code == 0);
+    std::ifstream in(dir / (sweep + ".h5"), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t name = bytes.find(std::string("config_yaml", 12));
+    BOOST_TEST_REQUIRE(name != std::string::npos);
+    // Attribute message version 3: the name, then the string datatype (4 bytes of class and
+    // flags, 4 bytes of size, little-endian).
+    const uint64_t size_at = name + 12 + 4;
+    uint32_t stored = 0;
+    std::memcpy(&stored, bytes.data() + size_at, 4);
+    BOOST_TEST_REQUIRE(stored == fs::file_size(dir / (sweep + ".yaml")));
+    for (const uint64_t byte : {size_at, size_at + 1})
+      for (const int step : {1, -1}) {
+        BOOST_TEST_CONTEXT(sweep << " sweep, size byte " << (byte - size_at) << (step > 0 ? " + 1" : " - 1")) {
+          fs::copy_file(dir / (sweep + ".h5"), dir / "bad.h5", fs::copy_options::overwrite_existing);
+          {
+            std::fstream f(dir / "bad.h5", std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(std::streamoff(byte));
+            f.put(char(bytes[byte] + step));
+          }
+          std::vector<Run> runs;
+          for (const std::string cmd : {"check bad.h5 --report r.json", "inspect bad.h5"}) runs.push_back(run_cli(cmd, dir));
+          BOOST_TEST(runs[0].code == runs[1].code, "check: " << runs[0].output << "\ninspect: " << runs[1].output);
+          if (sweep == "short" || (byte > size_at && step > 0)) BOOST_TEST(runs[0].code == kBadInput, runs[0].output);
+          if (runs[0].code == kBadInput) {
+            const auto message = [](const std::string& out) { return out.substr(std::min(out.size(), out.find(": ") + 2)); };
+            BOOST_TEST(runs[0].output.find("bad.h5:/") != std::string::npos, runs[0].output);
+            BOOST_TEST(runs[0].output.find("corrupt file") != std::string::npos, runs[0].output);
+            BOOST_TEST(message(runs[0].output) == message(runs[1].output));
+            BOOST_TEST(!fs::exists(dir / "r.json"));
+          }
+          fs::remove(dir / "r.json");
+        }
+      }
+  }
+  fs::remove_all(dir);
+}
+
+// Would catch: the cheap check of a case's memory (from its attributes) made only after the
+// validating pass inflated every dataset: this 9 MB file declares K pools of 2 x 4 GiB of zeros
+// (2^21 blocks), which took 99 to 152 s to inflate before the same refusal. The check now runs in
+// the validating child between its structure and data phases (golden::check_case_memory), for
+// every command that reads golden files: refused in about a second.
+BOOST_AUTO_TEST_CASE(case_over_budget_is_refused_before_inflating) {
+  const fs::path dir = fixture().root / "inflate";
+  fs::create_directories(dir);
+  const fs::path f = dir / "big.h5";
+  fs::copy_file(fixture().valid, f);
+  const CaseNames& n = fixture().names;
+  const uint64_t blocks = uint64_t(1) << 21;  // 2 KiB per block: 4 GiB per K pool
+  set_int_attr(f, n.writer, "num_blocks", int64_t(blocks));
+  for (const char* g : {"initial/k_cache", "expected/k_cache"}) write_zero_dataset(f, in(n.writer, g), {blocks, 4, 2, 128}, 512);
+  BOOST_TEST(fs::file_size(f) < (uint64_t(10) << 20), fs::file_size(f) << " bytes");
+  for (const std::string cmd : {"check big.h5 --report r.json --junit r.xml", "inspect big.h5"}) {
+    BOOST_TEST_CONTEXT(cmd) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Run r = run_cli(cmd, dir);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      BOOST_TEST(r.code == kBadInput, r.output);
+      BOOST_TEST(r.output.find("big.h5:/cases/") != std::string::npos, r.output);
+      BOOST_TEST(r.output.find("the case (num_blocks = 2097152, read and run) needs") != std::string::npos, r.output);
+      BOOST_TEST(r.output.find("allowed: at most the memory budget, 8589934592 bytes") != std::string::npos, r.output);
+      BOOST_TEST(secs < 30.0, "refused after " << secs << " s");  // inflating first took 99 s or more
+      const auto extra = leftovers(dir, {"big.h5"});
+      BOOST_TEST(extra.empty(), "left " << (extra.empty() ? "" : extra[0]));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Would catch: --trace-padding-tokens taken as given (4e9: 6 GB, then bad_alloc, exit 5, or the
+// OOM killer; 1e7: 90 s, then bad_alloc), and a budget refusal whose allowed range is not the
+// padding that really fits (the bound named must be accepted, one more refused).
+BOOST_AUTO_TEST_CASE(trace_golden_padding_tokens_are_bounded) {
+  const fs::path dir = fixture().root / "trace_padding";
+  fs::create_directories(dir);
+  const std::string trace = "trace-golden --trace " TQREF_SOURCE_DIR "/data/traces/stories15M.h5 --out t.h5 ";
+  const auto t0 = std::chrono::steady_clock::now();
+  Run r = run_cli(trace + "--trace-padding-tokens 4000000000", dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find("--trace-padding-tokens 4000000000; allowed: 0 .. 65536") != std::string::npos, r.output);
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 10.0);
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens 65536", dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find("--trace-padding-tokens 65536: building the 36 cases of stories15M.h5 needs") != std::string::npos,
+             r.output);
+  BOOST_TEST(r.output.find("allowed: at most the memory budget, 134217728 bytes") != std::string::npos, r.output);
+  const std::string said = "--trace-padding-tokens 0 .. ";
+  const size_t at = r.output.find(said);
+  BOOST_TEST_REQUIRE(at != std::string::npos, r.output);
+  const long most = std::stol(r.output.substr(at + said.size()));
+  BOOST_TEST(most > 0);
+  BOOST_TEST(most < 65536);
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens " + std::to_string(most + 1), dir);
+  BOOST_TEST(r.code == kUsage, r.output);
+  BOOST_TEST(r.output.find(said + std::to_string(most) + "\n") != std::string::npos, r.output);
+  BOOST_TEST(leftovers(dir, {}).empty());
+  r = run_cli("--max-memory 128M " + trace + "--trace-padding-tokens " + std::to_string(most), dir);
+  BOOST_TEST(r.code == 0, r.output);
+  BOOST_TEST(fs::exists(dir / "t.h5"));
+  fs::remove(dir / "t.h5");
+  // The trace's cases alone past the budget: the file's sequences and layers, not the option.
+  r = run_cli("--max-memory 8M " + trace, dir);
+  BOOST_TEST(r.code == kBadInput, r.output);
+  BOOST_TEST(r.output.find("building the 36 cases of stories15M.h5 needs") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("choose fewer --trace-sequences or --trace-layers") != std::string::npos, r.output);
+  BOOST_TEST(leftovers(dir, {}).empty());
   fs::remove_all(dir);
 }
 

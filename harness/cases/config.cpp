@@ -7,7 +7,10 @@
 // 1e-3): a finite float in (0, 1), one value per file, since a golden file is checked against
 // one build (its provenance records it).
 // Writer specs ignore the decode-only keys (q_per_kv, seq_lens, sliding_window, q_pad) and decode
-// specs ignore num_tokens, so no duplicate cases arise. Unknown keys are errors.
+// specs ignore num_tokens, so no duplicate cases arise. Unknown keys, a key given twice (YAML
+// forbids it; yaml-cpp would let the later one win) and an empty list of sequence lengths are
+// errors naming the file, the line and the key. Keys and values from the file reach messages
+// through printable() (an escape sequence in a value never reaches the terminal raw).
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -18,6 +21,8 @@
 
 #include "cases/spec_checks.h"
 #include "cases/suites.h"
+#include "io/text_escape.h"
+#include "tqref/contract.h"
 
 namespace tqref::golden {
 
@@ -33,8 +38,11 @@ constexpr uint64_t kMaxSweepSequences = uint64_t(1) << 20;
 using Setter = std::function<void(CaseSpec&, const YAML::Node&)>;
 
 [[noreturn]] void bad(const std::string& file, const std::string& key, const std::string& what) {
-  throw std::invalid_argument(file + ": key '" + key + "': " + what);
+  throw std::invalid_argument(printable(file) + ": key '" + printable(key) + "': " + printable(what));
 }
+
+// "line N" of a node, for messages (yaml-cpp counts from 0).
+std::string line_of(const YAML::Node& n) { return "line " + std::to_string(n.Mark().line + 1); }
 
 uint32_t as_u32(const std::string& file, const std::string& key, const YAML::Node& n) {
   try {
@@ -73,6 +81,9 @@ std::map<std::string, Setter> setters(const std::string& file) {
   m["spare_table_entries"] = u32("spare_table_entries", &CaseSpec::spare_table_entries);
   m["seq_lens"] = [&file](CaseSpec& s, const YAML::Node& n) {
     if (!n.IsSequence()) bad(file, "seq_lens", "each value must be a list of lengths, e.g. [0, 1, 37]");
+    if (n.size() == 0)
+      bad(file, "seq_lens", line_of(n) + ": an empty list of sequence lengths; allowed: 1 .. " +
+                            std::to_string(kMaxGridY) + " lengths per value (a decode case runs at least one sequence)");
     s.seq_lens.clear();
     for (const auto& x : n) s.seq_lens.push_back(int32_t(as_u32(file, "seq_lens", x)));
   };
@@ -109,7 +120,7 @@ std::vector<CaseSpec> config_specs(const std::string& text, const std::string& f
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(file + ": not valid YAML: " + e.what());
+    throw std::invalid_argument(printable(file) + ": not valid YAML: " + printable(e.what()));
   }
   if (!root.IsMap()) throw std::invalid_argument(file + ": expected a mapping of key: [values]");
   // A key or value of the wrong YAML kind (a map where a scalar belongs, found by fuzzing) makes
@@ -129,10 +140,14 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
   // keys in file order, each with its list of values
   std::vector<std::pair<std::string, std::vector<YAML::Node>>> axes;
   std::vector<CaseKind> kinds = {CaseKind::writer, CaseKind::decode};
+  std::map<std::string, std::string> seen;  // key -> where it was first given
   for (const auto& kv : root) {
     *key_at = "(a key)";
     const std::string key = kv.first.as<std::string>();
     *key_at = key;
+    if (const auto [first, fresh] = seen.emplace(key, line_of(kv.first)); !fresh)
+      bad(file, key, line_of(kv.first) + ": given again (first on " + first->second +
+                         "); allowed: each key once (YAML forbids duplicate keys)");
     std::vector<YAML::Node> values;
     // seq_lens: a list of lists; a flat list is one value
     const bool nested = key == "seq_lens" && kv.second.IsSequence() && kv.second.size() > 0 &&

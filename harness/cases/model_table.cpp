@@ -2,8 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
 #include <stdexcept>
+
+#include "io/text_escape.h"
 
 namespace tqref::golden {
 
@@ -15,8 +18,23 @@ namespace {
 // The decoders' largest HDIM: a model with a larger head_dim has no build to dispatch to.
 constexpr uint32_t kMaxModelHeadDim = 256;
 
+// Names and values from the file reach messages through printable().
 [[noreturn]] void bad(const std::string& file, const std::string& model, const std::string& what) {
-  throw std::invalid_argument(file + ": model '" + model + "': " + what);
+  throw std::invalid_argument(printable(file) + ": model '" + printable(model) + "': " + printable(what));
+}
+
+// "" or the first key of map `m` given twice, with both lines (YAML forbids duplicate keys;
+// yaml-cpp's lookup would take one of them silently).
+std::string duplicate_key(const YAML::Node& m) {
+  std::map<std::string, int> seen;
+  for (const auto& kv : m) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    const int line = kv.first.Mark().line + 1;
+    if (const auto [first, fresh] = seen.emplace(key, line); !fresh)
+      return "key '" + printable(key) + "': line " + std::to_string(line) + ": given again (first on line " +
+             std::to_string(first->second) + "); allowed: each key once (YAML forbids duplicate keys)";
+  }
+  return "";
 }
 
 std::string text(const std::string& file, const std::string& model, const YAML::Node& m,
@@ -44,6 +62,8 @@ uint32_t count(const std::string& file, const std::string& model, const YAML::No
 
 ModelGeometry parse_model(const std::string& file, const YAML::Node& m) {
   if (!m.IsMap()) throw std::invalid_argument(file + ": every entry of 'models' must be a map");
+  if (const std::string twice = duplicate_key(m); !twice.empty())
+    throw std::invalid_argument(printable(file) + ": " + twice);
   ModelGeometry g;
   g.name = text(file, "?", m, "name", true);
   g.source = text(file, g.name, m, "source", true);
@@ -94,8 +114,11 @@ std::vector<ModelGeometry> parse_model_table(const std::string& yaml_text, const
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(file + ": not valid YAML: " + e.what());
+    throw std::invalid_argument(printable(file) + ": not valid YAML: " + printable(e.what()));
   }
+  if (root.IsMap())
+    if (const std::string twice = duplicate_key(root); !twice.empty())
+      throw std::invalid_argument(printable(file) + ": " + twice);
   if (!root.IsMap() || !root["schema"] || root["schema"].Scalar() != "1")
     throw std::invalid_argument(file + ": 'schema: 1' is missing (the format of data/models/attention.yaml)");
   const YAML::Node models = root["models"];

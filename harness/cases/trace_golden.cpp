@@ -13,6 +13,7 @@
 #include "cases/rng.h"
 #include "io/case_io.h"
 #include "io/file_bytes.h"
+#include "io/memory_budget.h"
 #include "io/sha256.h"
 #include "io/text_escape.h"
 #include "tqref/build_info.h"
@@ -63,6 +64,28 @@ std::vector<int> query_positions(const TraceGoldenOptions& opt, int T, const std
   std::sort(q.begin(), q.end());
   q.erase(std::unique(q.begin(), q.end()), q.end());
   return q;
+}
+
+// Memory of one unit's two cases, from the trace's shape and the options alone, as build_unit
+// allocates it: the padded K, V, Q copies; the writer case's gathered rows, then its key and value
+// rows of every token (padding tokens included, which take rows but no blocks) with the slot
+// mapping and its working copies, and its pools three times (initial, expected, the builder's);
+// the decode case's V values, pools three times, q rows, block tables, outputs (bf16 twice, fp32,
+// fp64 references twice), row statistics and skip masks. Saturating (io/memory_budget.h); the V
+// pool counted at one byte a value (4-bit codes and scales take less).
+uint64_t unit_bytes(const TraceMeta& m, int T, uint32_t queries, const TraceGoldenOptions& opt) {
+  const uint64_t HD = engine_hdim(uint32_t(m.head_dim)), QH = uint64_t(m.num_q_heads), B = opt.block_size,
+                 n = mul_sat(uint64_t(m.num_kv_heads), HD), rows = mul_sat(queries, QH);
+  const uint64_t NB = uint64_t(T) / B + 2, MB = NB;  // build_unit: ceil(T/B) + 1 each
+  const uint64_t tokens = add_sat(uint64_t(T), opt.padding_tokens);
+  const uint64_t pools = mul_sat(mul_sat(NB, B), mul_sat(n, 3));  // K (bf16) and V
+  const uint64_t copies = mul_sat(uint64_t(T), add_sat(mul_sat(n, 4), mul_sat(QH, HD * 2)));
+  const uint64_t writer = add_sat(add_sat(mul_sat(uint64_t(T), mul_sat(n, 4)), mul_sat(tokens, add_sat(mul_sat(n, 4), 20))),
+                                  mul_sat(pools, 3));
+  const uint64_t decode = add_sat(add_sat(mul_sat(pools, 3), mul_sat(mul_sat(NB, B), mul_sat(n, 2))),
+                                  add_sat(add_sat(mul_sat(rows, HD * 2), mul_sat(mul_sat(queries, MB), 4)),
+                                          add_sat(mul_sat(mul_sat(rows, HD), 28), mul_sat(rows, add_sat(uint64_t(T), 24)))));
+  return add_sat(copies, add_sat(writer, decode));
 }
 
 // One (sequence, layer, format): {writer, decode}.
@@ -173,7 +196,44 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
                  " q heads; " + std::to_string(st.skipped) + " of " + std::to_string(st.reads) +
                  " (row, position) pairs skipped, " + std::to_string(st.poisoned_groups) +
                  " poisoned skipped V groups";
-  return {std::move(wc), std::move(dc)};
+  std::vector<GoldenCase> pair;  // not {wc, dc}: an initializer list copies its elements
+  pair.reserve(2);
+  pair.push_back(std::move(wc));
+  pair.push_back(std::move(dc));
+  return pair;
+}
+
+// Every unit's cases are held until the file is written: their sum, with the trace itself,
+// within the budget before anything is built. Padding tokens only add writer rows, so when the
+// padding alone goes past the budget the refusal names the most this trace allows.
+void check_memory(const Trace& t, const std::string& trace_name, const std::vector<Unit>& units,
+                  const TraceGoldenOptions& opt) {
+  uint64_t trace = 0;
+  for (const TraceSequence& sq : t.sequences)
+    for (const auto* part : {&sq.q, &sq.k, &sq.v})
+      for (const auto& layer : *part) trace = add_sat(trace, mul_sat(layer.size(), 2));
+  const auto total = [&](uint32_t padding) {
+    TraceGoldenOptions o = opt;
+    o.padding_tokens = padding;
+    uint64_t bytes = trace;
+    for (const Unit& u : units) {
+      const TraceSequence& sq = t.sequences[u.seq];
+      bytes = add_sat(bytes, unit_bytes(t.meta, sq.num_tokens, uint32_t(query_positions(opt, sq.num_tokens, sq.name).size()), o));
+    }
+    return bytes;
+  };
+  const uint64_t need = total(opt.padding_tokens);
+  if (need <= memory_budget()) return;
+  const std::string over = over_budget(need, "building the " + std::to_string(units.size() * 2) + " cases of " + trace_name);
+  if (total(0) > memory_budget())
+    throw std::invalid_argument(over + " (choose fewer --trace-sequences or --trace-layers)");
+  uint32_t lo = 0, hi = opt.padding_tokens;  // total(lo) fits, total(hi) does not
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    (total(mid) <= memory_budget() ? lo : hi) = mid;
+  }
+  throw TraceOptionError("--trace-padding-tokens " + std::to_string(opt.padding_tokens) + ": " + over +
+                         "; with this trace and budget: --trace-padding-tokens 0 .. " + std::to_string(lo));
 }
 
 }  // namespace
@@ -182,6 +242,9 @@ std::vector<GoldenCase> build_trace_cases(const Trace& t, const std::string& tra
                                           const TraceGoldenOptions& opt, const Ex2Profile& ex2) {
   if (opt.block_size < 1 || opt.block_size > 1024)
     throw std::invalid_argument("--block-size = " + std::to_string(opt.block_size) + "; allowed 1..1024");
+  if (opt.padding_tokens > kMaxPaddingTokens)
+    throw TraceOptionError("--trace-padding-tokens " + std::to_string(opt.padding_tokens) + "; allowed: 0 .. " +
+                           std::to_string(kMaxPaddingTokens));
   if (opt.formats != "rotate" && opt.formats != "all")
     throw std::invalid_argument("--trace-formats = " + opt.formats + "; allowed: rotate, all");
   require("trace", check_engine_head_dim(uint32_t(std::max(t.meta.head_dim, 0))));
@@ -209,6 +272,7 @@ std::vector<GoldenCase> build_trace_cases(const Trace& t, const std::string& tra
         units.push_back({seqs[si], l, kFormats[(seqs[si] + size_t(l)) % 3].format});
       }
     }
+  check_memory(t, trace_name, units, opt);
   std::vector<std::vector<GoldenCase>> built(units.size());
   std::vector<std::exception_ptr> errors(units.size());
 #pragma omp parallel for schedule(dynamic, 1)

@@ -9,6 +9,7 @@
 // what the model computes, in the HDIM kernel's operation order.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@
 
 namespace tqref::trace {
 
+// slot -1 tokens per writer case: as many as a sweep's padding_tokens (common::check_spec).
+inline constexpr uint32_t kMaxPaddingTokens = 1u << 16;
+
+// An option outside what this trace and the memory budget allow (a usage error: the CLI's exit 2).
+struct TraceOptionError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 struct TraceGoldenOptions {
   std::vector<std::string> sequences;  // names; empty = all
   std::vector<int> layers;             // empty = all
@@ -26,12 +35,15 @@ struct TraceGoldenOptions {
   std::string formats = "rotate";
   std::vector<int> query_positions;    // empty = the default set (trace_golden.cpp), clipped to T
   uint32_t block_size = 16;
-  uint32_t padding_tokens = 2;         // slot -1 tokens mixed into each writer case
+  uint32_t padding_tokens = 2;         // slot -1 tokens mixed into each writer case, <= kMaxPaddingTokens
   uint64_t seed = 1;
 };
 
 // The cases, in a deterministic order (sequence, layer, format), writer before its decode case.
-// Throws std::invalid_argument naming the option and its allowed values.
+// Throws std::invalid_argument naming the option and its allowed values; before anything is built,
+// the cases' memory (all of them are held until the file is written) is checked against the
+// budget: TraceOptionError when --trace-padding-tokens alone takes it past the budget (naming the
+// padding this trace allows), std::invalid_argument when the chosen sequences and layers do.
 std::vector<golden::GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,
                                                   const TraceGoldenOptions& opt,
                                                   const Ex2Profile& ex2);

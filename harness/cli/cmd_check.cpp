@@ -282,7 +282,8 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
   return t;
 }
 
-// The JSON and JUnit reports, then the exit code: faulted cases, no case checked, a mismatch.
+// No case checked: exit 3 and no report. Else the JSON and JUnit reports, then the exit code:
+// faulted cases, a mismatch.
 int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
            [[maybe_unused]] const gpu::GpuBackend* gpu_backend) {
   // Leaves the command; after a launch timeout without any CUDA teardown: a kernel may still
@@ -298,6 +299,18 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
 #endif
     return code;
   };
+  // A run that checked no case is a refusal, not a result: no report saying "0 cases, 0
+  // failures" (CI shows that as green), whatever the filters or the backend skipped.
+  bool faulted = false;
+#if TQREF_HAVE_GPU
+  faulted = gpu_backend && !gpu_backend->faulted_cases().empty();
+#endif
+  if (t.verdicts.empty() && !faulted) {
+    std::fprintf(stderr, "tqref check: no case of %s was checked (%zu skipped, filters: --case "
+                 "'%s' --filter '%s' --kind '%s'); no report written\n", a.file.c_str(), t.skipped,
+                 a.only.c_str(), a.filter.c_str(), a.kind_filter.c_str());
+    return leave(kExitBadInput);
+  }
   const std::string json =
       a.level == "T"   ? "{\"level\":\"T\",\"summary\":" + report_json(run, t.verdicts) +
                              ",\"tolerance\":" + level_t_json(t.tverdicts, a.topt) + "}\n"
@@ -313,7 +326,7 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
     }
   }
 #if TQREF_HAVE_GPU
-  if (gpu_backend && !gpu_backend->faulted_cases().empty()) {
+  if (faulted) {
     std::string names;
     for (const auto& n : gpu_backend->faulted_cases()) names += (names.empty() ? "" : ", ") + n;
     const std::string& stop = gpu_backend->fault_case();
@@ -324,12 +337,6 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
     return leave(kExitGpuFault);
   }
 #endif
-  if (t.verdicts.empty()) {
-    std::fprintf(stderr, "tqref check: no case of %s was checked (%zu skipped, filters: --case "
-                 "'%s' --filter '%s' --kind '%s')\n", a.file.c_str(), t.skipped, a.only.c_str(),
-                 a.filter.c_str(), a.kind_filter.c_str());
-    return kExitBadInput;
-  }
   return t.failed ? kExitMismatch : kExitOk;
 }
 
@@ -342,7 +349,7 @@ int cmd_check(const std::vector<std::string>& args) {
   if (const auto rc = parse_options("tqref check", args, desc, vm, &pos)) return *rc;
   if (const auto rc = check_arguments(a, vm)) return *rc;
   if (!apply_model_option("tqref check", a.model)) return kExitUsage;
-  h5::Node root = h5::Node::open_file(a.file);
+  h5::Node root = open_golden_file(a.file);
   const Provenance prov = read_provenance(root);
   // The model backend computes the file's variant of the contract unless told otherwise.
   const std::string variant = a.model_variant.empty() ? prov.model_variant : a.model_variant;

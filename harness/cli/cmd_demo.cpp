@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "options.h"
+#include "io/memory_budget.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -35,6 +36,15 @@ struct Options {
 // Lloyd-Max distortion per unit variance of a Gaussian (docs/spec.md section 2), for comparison.
 double lloyd_max_distortion(uint32_t levels) {
   return levels == 4 ? 0.117482 : levels == 8 ? 0.034548 : 0.009501;
+}
+
+// Memory of a run, from the options alone: the K and V tensors, the slots (a whole pool's worth
+// before the shuffle is cut), and one format's pools at a time (the V pool at 4 bits, the widest).
+uint64_t demo_bytes(const Options& o) {
+  const uint64_t n = uint64_t(o.heads) * o.head_dim, slots = ((uint64_t(o.tokens) + o.block_size - 1) / o.block_size) * o.block_size;
+  const uint64_t tensors = mul_sat(mul_sat(o.tokens, n), 4), k_pool = mul_sat(mul_sat(slots, n), 2),
+                 v_pool = mul_sat(slots, n / 2 + n / 16);
+  return add_sat(add_sat(tensors, mul_sat(slots, 8)), add_sat(k_pool, v_pool));
 }
 
 // Returns false when the K pool does not hold the input bits.
@@ -121,6 +131,11 @@ int cmd_demo(const std::vector<std::string>& args) {
   if (o.block_size == 0 || o.block_size > 1024)
     return usage_error("--block-size: allowed 1 .. 1024");
   if (o.threads < 0 || o.threads > 1024) return usage_error("--threads: allowed 0 .. 1024");
+  // Each option may be at its maximum, not all at once: their product against the budget.
+  const std::string shape = "--tokens " + std::to_string(o.tokens) + " --heads " + std::to_string(o.heads) +
+                            " --head-dim " + std::to_string(o.head_dim) + " --block-size " + std::to_string(o.block_size);
+  if (const std::string why = over_budget(demo_bytes(o), shape + " (K and V tensors, pools, slots)"); !why.empty())
+    return usage_error((why + "; choose fewer tokens, heads or dimensions").c_str());
   if (o.threads > 0) omp_set_num_threads(o.threads);
 
   const uint32_t n = o.heads * o.head_dim;

@@ -84,7 +84,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return kExitUsage;
   }
-  h5::Node root = h5::Node::open_file(file);
+  h5::Node root = open_golden_file(file);
   Provenance p = read_provenance(root);
   // Free text from the file, shown escaped (names and identifiers were validated by the reader).
   for (std::string* s : {&p.tqref_version, &p.git_commit, &p.suite, &p.shard, &p.rng, &p.command_line,

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -50,13 +49,11 @@ int cmd_study(const std::vector<std::string>& args) {
     return tqref::kExitUsage;
   }
   // Checked before hours of sampling: an .h5 output needs an existing, writable directory; a CSV
-  // directory is created, so only an existing non-directory is refused.
+  // directory may be created, so its nearest existing ancestor must be a writable directory
+  // (FILE/sub: "FILE exists and is not a directory", not a filesystem error at the end).
   const bool out_h5 = out.size() > 3 && out.substr(out.size() - 3) == ".h5";
   const std::string out_problem =
-      out_h5 ? tqref::common::output_path_problem(out)
-             : std::filesystem::exists(out) && !std::filesystem::is_directory(out)
-                   ? out + " exists and is not a directory"
-                   : "";
+      out_h5 ? tqref::common::output_path_problem(out) : tqref::common::output_dir_problem(out);
   if (!out_problem.empty()) {
     std::fprintf(stderr, "tqref study: --out %s\n", out_problem.c_str());
     return tqref::kExitUsage;

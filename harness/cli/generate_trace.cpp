@@ -59,7 +59,7 @@ void add_trace_generate_options(po::options_description& desc, TraceGenerateCli&
       "with --trace: query positions, comma-separated, negative from the end (default: a fixed set)")(
       "trace-block-size", po::value(&tc.block_size), "with --trace: cache block size (default 16)")(
       "trace-padding-tokens", po::value(&tc.padding_tokens),
-      "with --trace: slot -1 tokens per writer case (default 2)");
+      "with --trace: slot -1 tokens per writer case (0 .. 65536, default 2)");
 }
 
 int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint64_t seed,
@@ -96,6 +96,9 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
     std::printf("wrote %s: %zu cases from %s, %.1f s, %llu bytes\n", out.c_str(), n,
                 tc.trace.c_str(), sec, (unsigned long long)std::filesystem::file_size(out));
     return kExitOk;
+  } catch (const TraceOptionError& e) {  // an option outside its range, or past the budget
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
+    return kExitUsage;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "%s --trace: %s\n", command.c_str(), e.what());
     return kExitBadInput;

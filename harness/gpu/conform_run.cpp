@@ -110,7 +110,7 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
   su.file = sf.path;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    h5::Node root = h5::Node::open_file(sf.path);
+    h5::Node root = golden::open_golden_file(sf.path);
     const golden::Provenance prov = golden::read_provenance(root);
     const std::optional<Ex2Profile> file_ex2 = golden::ex2_for_file(prov, sf.path);
     const Ex2Profile* fex2 = file_ex2 ? &*file_ex2 : nullptr;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "io/case_checks.h"
 #include "io/ex2_profile_io.h"
@@ -237,7 +238,9 @@ void write_dataset(const h5::Node& g, const CaseDataset& d) {
   }
 }
 
-WriterCase read_writer(const h5::Node& g, Format f) {
+// The parameters of a writer case from its attributes, checked against the contract (no dataset
+// read, no budget check).
+WriterCase read_writer_params(const h5::Node& g, Format f) {
   WriterCase w;
   WriterParams& p = w.p;
   p.num_kv_heads = attr_u32(g, "num_kv_heads", 0, kMaxDim);
@@ -250,10 +253,16 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   p.v_data_section_bytes = attr_u64(g, "v_data_section_bytes");
   w.num_tokens = attr_u32(g, "num_tokens", 0, kMaxDim);
   w.num_blocks = attr_u32(g, "num_blocks", 1, kMaxDim);
-  // Parameters first (the contract's rules, tqref/contract.h): the dataset shapes below are
-  // computed from them.
+  // The contract's rules (tqref/contract.h): the dataset shapes read_writer reads are computed
+  // from these parameters.
   if (const std::string why = common::check_writer_params(f, w); !why.empty())
     throw BadCase(g.where() + ": " + why);
+  return w;
+}
+
+WriterCase read_writer(const h5::Node& g, Format f) {
+  WriterCase w = read_writer_params(g, f);
+  const WriterParams& p = w.p;
   check_budget(g, writer_bytes(w), w.num_blocks);
   const uint64_t T = w.num_tokens, B = p.block_size, H = p.num_kv_heads, D = p.head_dim,
                  NB = w.num_blocks;
@@ -268,7 +277,9 @@ WriterCase read_writer(const h5::Node& g, Format f) {
   return w;
 }
 
-DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
+// The parameters of a decode case from its attributes, checked against the contract (no dataset
+// read, no budget check).
+DecodeCase read_decode_params(const h5::Node& g, Format f) {
   DecodeCase d;
   DecodeParams& p = d.p;
   p.hdim = attr_u32(g, "hdim", 0, UINT32_MAX);
@@ -285,10 +296,16 @@ DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
   p.sliding_window = attr_u32(g, "sliding_window", 0, UINT32_MAX);
   p.num_seqs = attr_u32(g, "num_seqs", 1, 65535);
   d.num_blocks = attr_u32(g, "num_blocks", 1, kMaxDim);
-  // Parameters first (the contract's rules, tqref/contract.h): the dataset shapes below are
-  // computed from them.
+  // The contract's rules (tqref/contract.h): the dataset shapes read_decode reads are computed
+  // from these parameters.
   if (const std::string why = common::check_decode_params(f, d); !why.empty())
     throw BadCase(g.where() + ": " + why);
+  return d;
+}
+
+DecodeCase read_decode(const h5::Node& g, Format f, bool with_diag) {
+  DecodeCase d = read_decode_params(g, f);
+  const DecodeParams& p = d.p;
   check_budget(g, decode_bytes(d, with_diag), d.num_blocks);
   const uint64_t S = p.num_seqs, QH = p.num_q_heads, B = p.block_size, H = p.num_kv_heads,
                  D = p.head_dim, NB = d.num_blocks;
@@ -476,6 +493,39 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
   if (const std::string why = common::check_case(c); !why.empty()) throw BadCase(g.where() + ": " + why);
   return c;
 }
+
+void check_case_memory(const h5::Node& root, const std::function<void(const std::string&)>& note) {
+  std::vector<std::string> names;
+  try {
+    names = root.group("cases").children();
+  } catch (const std::exception&) {
+    return;  // no readable /cases: read_case's callers report it
+  }
+  const h5::Node cases = root.group("cases");
+  for (const std::string& name : names) {
+    note("/cases/" + printable(name) + " (attributes)");
+    std::optional<h5::Node> g;
+    uint64_t bytes = 0, blocks = 0;
+    try {  // as read_case reads them; a case they refuse is the reader's to report, if it reads it
+      g.emplace(cases.group(name));
+      const std::string kind = g->attr_string("kind");
+      Format f;
+      if ((kind != "writer" && kind != "decode") || !parse_format(g->attr_string("format"), &f)) continue;
+      if (kind == "writer") {
+        const WriterCase w = read_writer_params(*g, f);
+        bytes = writer_bytes(w), blocks = w.num_blocks;
+      } else {
+        const DecodeCase d = read_decode_params(*g, f);
+        bytes = decode_bytes(d, false), blocks = d.num_blocks;
+      }
+    } catch (const std::exception&) {
+      continue;
+    }
+    check_budget(*g, bytes, blocks);
+  }
+}
+
+h5::Node open_golden_file(const std::string& path) { return h5::Node::open_file(path, check_case_memory); }
 
 std::string write_reproducer(const std::string& dir, const std::string& source,
                              const Provenance& prov, const GoldenCase& c) {

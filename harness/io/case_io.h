@@ -3,6 +3,7 @@
 // file, the dataset or attribute, the value and what was expected.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -80,6 +81,18 @@ std::vector<CaseDataset> case_datasets(const GoldenCase& c);
 void write_case(const h5::Node& cases, const GoldenCase& c);
 // Reads one case; `with_diagnostics` false skips the large fp64 reference arrays.
 GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_diagnostics = true);
+
+// Opens a golden file under the untrusted-file policy (h5::Node::open_file) with
+// check_case_memory as its AttributeCheck: every reader of golden files opens them so.
+h5::Node open_golden_file(const std::string& path);
+
+// The memory each case needs, from its attributes as read_case reads them (decode cases without
+// their diagnostics, the least any reader reads), against the budget: throws BadCase with
+// read_case's message for the first case over it. Run by the validating child before it inflates
+// any data, so a file of a few megabytes that declares gigabytes of pools is refused in a second
+// (the data phase inflated 8 GiB of zeros in 99 s first). A whole file is refused for one case
+// over the budget, selected or not; a case whose attributes read_case refuses is left to it.
+void check_case_memory(const h5::Node& root, const std::function<void(const std::string&)>& note);
 
 // A file holding case `c` alone, with `prov` and reproducer_of = `source`, written under a
 // temporary name and renamed. Returns the path: <dir>/<case name>.h5.

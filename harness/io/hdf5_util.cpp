@@ -151,7 +151,9 @@ Node Node::create_file(const std::string& path) {
   return Node(path, "/", Handle(f, H5Fclose));
 }
 
-Node Node::open_file(const std::string& path) {
+Node Node::over(const std::string& file, Handle group) { return Node(file, "/", std::move(group)); }
+
+Node Node::open_file(const std::string& path, const AttributeCheck& check) {
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(printable(path) + ": not a readable HDF5 file (" + std::strerror(errno) + ")");
   try {
@@ -162,7 +164,7 @@ Node Node::open_file(const std::string& path) {
     // What this process reads is the validating child's copy (hdf5_validate.h), made from the
     // file checked above (the child compares identities: not replaced in between), within
     // bounds set by the file's size.
-    return Node(path, "/", open_validated(path, in.identity(), in.size()));
+    return Node(path, "/", open_validated(path, in.identity(), in.size(), check));
   } catch (const InputError& e) {
     throw Error(e.what());
   }

@@ -80,6 +80,17 @@ std::string number_type_problem(hid_t type);
 // The memory type integer attributes are read as: uint64 for 8-byte unsigned ones, else int64.
 hid_t integer_read_type(hid_t type);
 
+class Node;
+
+// A reader's checks on the attributes of a file, run in the validating child between the two
+// phases of its walk (hdf5_validate.h), so that what the attributes already refuse costs no
+// inflating: a golden case whose pools, from its attributes, exceed the memory budget
+// (golden::check_case_memory, io/case_io.h). It reads through `root`, the untrusted file itself
+// (libhdf5 decodes its metadata in the child only), calls `note` before each object, and throws
+// a std::exception whose what() is the whole message (file, object, value, allowed range) to
+// refuse the file.
+using AttributeCheck = std::function<void(const Node& root, const std::function<void(const std::string&)>& note)>;
+
 // A file (or group) with its path, for error messages. Files are created in the HDF5 1.10 format
 // (every metadata structure, chunk indexes included, carries a checksum) with object timestamps
 // off, so equal contents give byte-identical files.
@@ -88,7 +99,12 @@ class Node {
   static Node create_file(const std::string& path);  // truncates; see write_file_atomic below
   // Read-only, under the untrusted-file policy: a regular file (input_file.h) that passes the
   // validating pass (hdf5_validate.h); throws Error naming the file and the object otherwise.
-  static Node open_file(const std::string& path);
+  // With `check`, a reader's checks on the attributes before the validating pass inflates any data
+  // (AttributeCheck above).
+  static Node open_file(const std::string& path, const AttributeCheck& check = {});
+  // A Node over `group`, opened by this process itself (the validating child runs a reader's
+  // AttributeCheck on the file it opened). `file` names it in messages.
+  static Node over(const std::string& file, Handle group);
   static Node open_file_rw(const std::string& path); // read-write (tests edit attributes)
   Node group(const std::string& name) const;          // open existing
   Node create_group(const std::string& name) const;

@@ -40,12 +40,27 @@ std::string join(const std::string& parent, const std::string& name) {
 
 using Note = std::function<void(const std::string&)>;
 
+// A dataset whose data the second phase reads: the raw link names from the root (the walk
+// opens objects by name from their parent, so does the data phase), and its slabs.
+struct DataJob {
+  std::vector<std::string> names;
+  std::string path;  // for messages
+  std::vector<hsize_t> dims, block;
+  size_t elem = 0;
+  uint64_t chunk_bytes = 0;  // whole chunks per slab: their index entries are checked
+};
+
+// Two phases: structure (links, object headers, attributes, datasets' types, shapes and storage;
+// cheap) and data (every byte of every dataset tqref reads; the costly part: a small file can
+// declare gigabytes of zeros). Between them a reader may check the attributes (open_validated).
 class Walker {
  public:
   Walker(const Note& note, uint64_t file_size) : note_(note), file_size_(file_size) {}
   // Each returns false after recording the first problem ("<object>: <why>") in problem_.
   bool group(hid_t g, const std::string& path, int depth);
   bool attributes(hid_t obj, const std::string& path);
+  bool data(hid_t file);  // the data phase, after group() from the root
+  bool fail_at(const std::string& obj, const std::string& why) { return fail(obj, why); }
   std::string problem_;
 
  private:
@@ -58,13 +73,14 @@ class Walker {
   bool attribute(hid_t obj, const char* name, const std::string& path);
   bool dataset(hid_t d, const std::string& path);
   bool storage(hid_t d, const std::string& path, size_t elem, std::vector<hsize_t>* chunk);
-  bool data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, const std::vector<hsize_t>& block,
-            size_t elem, uint64_t chunk_bytes, const std::string& path);
+  bool slabs(hid_t d, const DataJob& job);
   bool chunk_stored(hid_t d, const std::vector<hsize_t>& at, uint64_t chunk_bytes, const std::string& path);
 
   const Note& note_;
   const uint64_t file_size_;
-  std::set<haddr_t> seen_;  // object header addresses: each object once (hard links may alias)
+  std::set<haddr_t> seen_;         // object header addresses: each object once (hard links may alias)
+  std::vector<std::string> trail_; // raw link names from the root to the object being walked
+  std::vector<DataJob> jobs_;      // the data phase's datasets, in walk order
 };
 
 // --- links -------------------------------------------------------------------------------------
@@ -133,9 +149,12 @@ bool Walker::object(hid_t parent, const std::string& name, const std::string& pa
   Handle o(H5Oopen(parent, name.c_str(), H5P_DEFAULT), H5Oclose);
   if (!o) return fail(path, "corrupt file: the object cannot be opened");
   if (!attributes(o.get(), path)) return false;
-  if (info.type == H5O_TYPE_GROUP) return group(o.get(), path, depth);
-  if (info.type == H5O_TYPE_DATASET) return dataset(o.get(), path);
-  return true;  // a named datatype: its header is read, it holds no data
+  trail_.push_back(name);
+  const bool ok = info.type == H5O_TYPE_GROUP     ? group(o.get(), path, depth)
+                  : info.type == H5O_TYPE_DATASET ? dataset(o.get(), path)
+                                                  : true;  // a named datatype: its header is read, it holds no data
+  trail_.pop_back();
+  return ok;
 }
 
 // --- attributes --------------------------------------------------------------------------------
@@ -275,14 +294,13 @@ bool Walker::dataset(hid_t d, const std::string& path) {
       fit = block[i] == dims[i] ? fit / std::max<hsize_t>(dims[i], 1) : 0;
     }
   }
-  Handle mem(H5Tget_native_type(type.get(), H5T_DIR_ASCEND), H5Tclose);
-  if (!mem) return fail(path, "corrupt file: unreadable datatype");
   uint64_t chunk_bytes = 0;
   if (!chunk.empty()) {
     chunk_bytes = elem;
     for (hsize_t c : chunk) chunk_bytes *= c;  // <= 64 MiB (storage())
   }
-  return data(d, mem.get(), dims, block, elem, chunk.size() == dims.size() ? chunk_bytes : 0, path);
+  jobs_.push_back({trail_, path, dims, block, elem, chunk.size() == dims.size() ? chunk_bytes : 0});
+  return true;
 }
 
 // The stored form of the chunk at `at`, from the chunk index: inside the file, and not larger
@@ -303,17 +321,37 @@ bool Walker::chunk_stored(hid_t d, const std::vector<hsize_t>& at, uint64_t chun
   return true;
 }
 
+// The data phase: each recorded dataset opened again by its names from the root, then read.
+bool Walker::data(hid_t file) {
+  for (const DataJob& job : jobs_) {
+    note_(job.path + " data");
+    Handle at(H5Oopen(file, "/", H5P_DEFAULT), H5Oclose);
+    for (const std::string& name : job.names)
+      if (at) at = Handle(H5Oopen(at.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+    if (!at) return fail(job.path, "corrupt file: the object cannot be opened");
+    if (!slabs(at.get(), job)) return false;
+  }
+  return true;
+}
+
 // Reads every element, slab by slab: checksums verified, deflate streams decoded, chunk indexes
 // followed. A slab that cannot be read is a corrupt file (a changed byte fails fletcher32).
-bool Walker::data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, const std::vector<hsize_t>& block,
-                  size_t elem, uint64_t chunk_bytes, const std::string& path) {
+bool Walker::slabs(hid_t d, const DataJob& job) {
+  const std::vector<hsize_t>& dims = job.dims;
+  const std::vector<hsize_t>& block = job.block;
+  const std::string& path = job.path;
   uint64_t count = 1, slab = 1;
   for (size_t i = 0; i < dims.size(); ++i) count *= dims[i], slab *= block[i];
   if (count == 0) return true;
-  std::vector<unsigned char> buf(size_t(slab) * elem);
+  Handle type(H5Dget_type(d), H5Tclose);
+  Handle mem(type ? H5Tget_native_type(type.get(), H5T_DIR_ASCEND) : H5I_INVALID_HID, H5Tclose);
+  if (!mem) return fail(path, "corrupt file: unreadable datatype");
+  const hid_t mem_type = mem.get();
+  std::vector<unsigned char> buf(size_t(slab) * job.elem);
   if (dims.empty())  // scalar
     return H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0 ||
            fail(path, "corrupt file: the data cannot be read (a checksum mismatch, damaged storage, or a chunk that inflates past the memory budget)");
+  const uint64_t chunk_bytes = job.chunk_bytes;
   Handle file_space(H5Dget_space(d), H5Sclose);
   std::vector<hsize_t> start(dims.size(), 0), n(dims.size());
   for (;;) {
@@ -335,18 +373,120 @@ bool Walker::data(hid_t d, hid_t mem_type, const std::vector<hsize_t>& dims, con
 // under it, copied by libhdf5 (H5Ocopy decodes the source's metadata and encodes the copy itself)
 // into an in-memory file, whose image becomes `out` after its first byte. The copy keeps the
 // source's layouts and filters; its raw chunks are the source's, checked again when read.
+// Attributes are not H5Ocopy's: libhdf5 1.10 crashes copying an object whose attributes are in
+// dense storage (more than 8, as h5py writes them with libver='latest', or any file of the 1.10
+// format) when one holds a variable-length string (h5copy crashes too). copy_attributes reads
+// each attribute's value (libhdf5 decodes it, here in the child) and writes it onto the copied
+// object (libhdf5 encodes it).
 constexpr const char* kCopyRoot = "validated";
+
+struct AttrCopy {
+  hid_t dst;
+  const std::string* path;
+  uint64_t file_size;
+  std::string problem;
+};
+
+// One attribute of `src` onto the copy: the same name (and its character set), datatype (a
+// transient copy: a committed type is an object of the source file) and dataspace. Values are
+// read and written in the type's memory form, variable-length data through the copy's global
+// heap; references are written as zeros, as H5Ocopy writes them into another file without
+// H5O_COPY_EXPAND_REFERENCE_FLAG. A fixed-size value larger than the file is a corrupt type.
+herr_t copy_attribute(hid_t src, const char* name, const H5A_info_t* info, void* data) {
+  auto* c = static_cast<AttrCopy*>(data);
+  const auto fail = [&](const char* why) {
+    c->problem = *c->path + " attribute '" + printable(name) + "': " + why;
+    return herr_t(-1);
+  };
+  Handle a(H5Aopen(src, name, H5P_DEFAULT), H5Aclose);
+  Handle stored(a ? H5Aget_type(a.get()) : H5I_INVALID_HID, H5Tclose);
+  Handle type(stored ? H5Tcopy(stored.get()) : H5I_INVALID_HID, H5Tclose);
+  Handle space(a ? H5Aget_space(a.get()) : H5I_INVALID_HID, H5Sclose);
+  const hssize_t n = space ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (!type || n < 0) return fail("corrupt file: unreadable type or dataspace");
+  const bool vlen = H5Tdetect_class(type.get(), H5T_VLEN) > 0, ref = H5Tdetect_class(type.get(), H5T_REFERENCE) > 0;
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(uint64_t(H5Tget_size(type.get())), uint64_t(n), &bytes) ||
+      (!vlen && bytes > c->file_size))
+    return fail("corrupt file: a value larger than the file");
+  Handle acpl(H5Pcreate(H5P_ATTRIBUTE_CREATE), H5Pclose);
+  H5Pset_char_encoding(acpl.get(), info->cset);
+  Handle copy(H5Acreate2(c->dst, name, type.get(), space.get(), acpl.get(), H5P_DEFAULT), H5Aclose);
+  if (!copy) return fail("corrupt file: libhdf5 cannot copy it");
+  if (n == 0) return 0;
+  std::vector<unsigned char> value(size_t(bytes), 0);
+  if (!ref && H5Aread(a.get(), type.get(), value.data()) < 0) return fail("corrupt file: the value cannot be read");
+  const bool written = H5Awrite(copy.get(), type.get(), value.data()) >= 0;
+  if (vlen && !ref) H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, value.data());
+  return written ? 0 : fail("corrupt file: libhdf5 cannot copy its value");
+}
+
+// The attributes of `src` onto `dst`, in creation order where the source indexes it.
+std::string copy_attributes(hid_t src, hid_t dst, const std::string& path, uint64_t file_size) {
+  unsigned order = 0;
+  H5O_info_t oi;
+  if (H5Oget_info2(src, &oi, H5O_INFO_BASIC) < 0) return path + ": corrupt file: unreadable object header";
+  Handle plist(oi.type == H5O_TYPE_GROUP     ? H5Gget_create_plist(src)
+               : oi.type == H5O_TYPE_DATASET ? H5Dget_create_plist(src)
+                                             : H5Tget_create_plist(src),
+               H5Pclose);
+  if (plist) H5Pget_attr_creation_order(plist.get(), &order);
+  AttrCopy c{dst, &path, file_size, ""};
+  hsize_t at = 0;
+  const H5_index_t index = (order & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  if (H5Aiterate2(src, index, H5_ITER_INC, &at, copy_attribute, &c) >= 0) return "";
+  return c.problem.empty() ? path + ": corrupt file: the attributes cannot be listed" : c.problem;
+}
+
+// Every object's attributes onto its copy: `src` and `dst` are the same group in the source and
+// in the copy. Each copied object once (a second hard link to it in the copy is the same
+// object), the links as the walk validated them.
+std::string copy_attributes_below(hid_t src, hid_t dst, const std::string& path, uint64_t file_size,
+                                  std::set<haddr_t>* done, const Note& note) {
+  std::vector<std::string> names;
+  LinkScan scan{&path, &names, ""};
+  hsize_t at = 0;
+  if (H5Literate(src, H5_INDEX_NAME, H5_ITER_INC, &at, on_link, &scan) < 0)
+    return scan.bad.empty() ? path + ": corrupt file: the group's links cannot be listed" : scan.bad;
+  for (const std::string& name : names) {
+    const std::string where = join(path, name);
+    note(where + " (copying attributes)");
+    Handle s(H5Oopen(src, name.c_str(), H5P_DEFAULT), H5Oclose), d(H5Oopen(dst, name.c_str(), H5P_DEFAULT), H5Oclose);
+    H5O_info_t info;
+    if (!s || !d || H5Oget_info2(d.get(), &info, H5O_INFO_BASIC) < 0) return where + ": cannot open its copy";
+    if (!done->insert(info.addr).second) continue;
+    if (std::string why = copy_attributes(s.get(), d.get(), where, file_size); !why.empty()) return why;
+    if (info.type == H5O_TYPE_GROUP)
+      if (std::string why = copy_attributes_below(s.get(), d.get(), where, file_size, done, note); !why.empty())
+        return why;
+  }
+  return "";
+}
 
 std::string copy_image(hid_t src, const Note& note, std::string& out) {
   note("/ (copying)");
+  hsize_t file_size = 0;
+  if (H5Fget_filesize(src, &file_size) < 0) return "/: cannot read the file size";
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fapl_core(fapl.get(), size_t(1) << 20, 0);
   Handle dst(H5Fcreate("tqref-validated-copy", H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
   if (!dst) return "/: cannot create the validated copy in memory";
-  if (H5Ocopy(src, "/", dst.get(), kCopyRoot, H5P_DEFAULT, H5P_DEFAULT) < 0)
+  Handle ocpypl(H5Pcreate(H5P_OBJECT_COPY), H5Pclose);
+  H5Pset_copy_object(ocpypl.get(), H5O_COPY_WITHOUT_ATTR_FLAG);
+  if (H5Ocopy(src, "/", dst.get(), kCopyRoot, ocpypl.get(), H5P_DEFAULT) < 0)
     return "/: corrupt file: libhdf5 cannot copy its objects";
+  {
+    Handle s(H5Oopen(src, "/", H5P_DEFAULT), H5Oclose), d(H5Oopen(dst.get(), kCopyRoot, H5P_DEFAULT), H5Oclose);
+    if (!s || !d) return "/: cannot open the validated copy";
+    H5O_info_t root;
+    if (H5Oget_info2(d.get(), &root, H5O_INFO_BASIC) < 0) return "/: cannot open the validated copy";
+    std::set<haddr_t> done = {root.addr};
+    std::string why = copy_attributes(s.get(), d.get(), "/", file_size);
+    if (why.empty()) why = copy_attributes_below(s.get(), d.get(), "/", file_size, &done, note);
+    if (!why.empty()) return why;
+  }
   const ssize_t n = H5Fflush(dst.get(), H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(dst.get(), nullptr, 0);
   if (n <= 0) return "/: cannot take the image of the validated copy";
   out.assign(size_t(n) + 1, 'I');
@@ -355,9 +495,19 @@ std::string copy_image(hid_t src, const Note& note, std::string& out) {
   return "";
 }
 
-// In the child: open `path`, check that it is the file the parent checked (`expected`), walk it
-// and copy it. `out` is "P<problem>" or "I<image>".
-void walk_and_copy(const std::string& path, const FileIdentity& expected, const Note& note, std::string& out) {
+// The structure phase from the root: its attributes, then every object under it.
+bool walk_structure(Walker& w, hid_t file, const Note& note) {
+  Handle root(H5Oopen(file, "/", H5P_DEFAULT), H5Oclose);
+  if (!root) return w.fail_at("/", "corrupt file: the root group cannot be opened");
+  note("/");
+  return w.attributes(root.get(), "/") && w.group(root.get(), "/", 0);
+}
+
+// In the child: open `path`, check that it is the file the parent checked (`expected`), walk its
+// structure, run the reader's `check` on its attributes, walk its data and copy it. `out` is
+// "P<object>: <problem>", "M<the check's whole message>" or "I<image>".
+void walk_and_copy(const std::string& path, const FileIdentity& expected, const AttributeCheck& check,
+                   const Note& note, std::string& out) {
   Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!f) {
     out = "P/: cannot open HDF5 file (truncated or corrupt metadata)";
@@ -370,7 +520,24 @@ void walk_and_copy(const std::string& path, const FileIdentity& expected, const 
     out = "P/: the file changed while it was being opened";
     return;
   }
-  std::string problem = walk_file(f.get(), note);
+  hsize_t size = 0;
+  if (H5Fget_filesize(f.get(), &size) < 0) {
+    out = "P/: cannot read the file size";
+    return;
+  }
+  Walker w(note, size);
+  if (walk_structure(w, f.get(), note) && check) {
+    try {
+      Handle root(H5Oopen(f.get(), "/", H5P_DEFAULT), H5Oclose);
+      if (root) check(Node::over(path, std::move(root)), note);
+    } catch (const std::exception& e) {  // the check's message names the file; anything else is said of it
+      const std::string what = e.what();
+      out = what.rfind(printable(path), 0) == 0 ? "M" + what : "P/: " + what;
+      return;
+    }
+  }
+  if (w.problem_.empty()) w.data(f.get());
+  std::string problem = w.problem_;
   if (problem.empty()) problem = copy_image(f.get(), note, out);
   if (!problem.empty()) out = "P" + problem;
 }
@@ -398,10 +565,7 @@ std::string walk_file(hid_t file, const Note& note) {
   hsize_t size = 0;
   if (H5Fget_filesize(file, &size) < 0) return "/: cannot read the file size";
   Walker w(note, size);
-  Handle root(H5Oopen(file, "/", H5P_DEFAULT), H5Oclose);
-  if (!root) return "/: corrupt file: the root group cannot be opened";
-  note("/");
-  if (w.attributes(root.get(), "/")) w.group(root.get(), "/", 0);
+  if (walk_structure(w, file, note)) w.data(file);
   return w.problem_;
 }
 
@@ -412,18 +576,19 @@ uint64_t copy_limit(uint64_t file_size) {
   return std::min(file_size + file_size / 4 + (uint64_t(1) << 20), memory_budget() / 2);
 }
 
-Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size) {
+Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size,
+                      const AttributeCheck& check) {
   // The copy is held twice at its peak (the in-memory file and its image), in the child and in
   // this process: a file of more than half the budget is refused before the child starts.
   const std::string over = over_budget(mul_sat(file_size, 2), "the validated copy of the file (twice its size)");
   if (!over.empty()) throw Error(printable(path) + ": " + over);
   std::string out;
   if (g_in_process) {
-    walk_and_copy(path, identity, [](const std::string&) {}, out);
+    walk_and_copy(path, identity, check, [](const std::string&) {}, out);
   } else {
     IsolatedResult r = run_isolated(
         [&](std::string& o, const IsolatedNote& note) {
-          walk_and_copy(path, identity, note, o);
+          walk_and_copy(path, identity, check, note, o);
           return true;
         },
         // The walk holds one slab (at most a 64 MiB chunk) and libhdf5's caches, the copy the
@@ -441,6 +606,7 @@ Handle open_validated(const std::string& path, const FileIdentity& identity, uin
     }
   }
   if (out.empty()) throw Error(path + ":/: the validating pass sent no result");
+  if (out[0] == 'M') throw Error(out.substr(1));
   if (out[0] != 'I') throw Error(path + ":" + out.substr(1));
   out.erase(0, 1);
   return open_image(std::move(out), path);

@@ -10,9 +10,10 @@
 // child, and the message names the object it was reading. That the child survived says nothing
 // about the same reads in tqref's own process: libhdf5 1.10 decodes some messages without bounds
 // checks, and whether such a read crashes depends on the process's memory layout (finding 8,
-// docs/reliability.md). So the child also copies the file (H5Ocopy: libhdf5 decodes the source's
-// metadata there and encodes the copy itself) into an in-memory file and sends its image; tqref's
-// process reads only that copy, never metadata bytes from the untrusted file.
+// docs/reliability.md). So the child also copies the file (H5Ocopy, attributes value by value:
+// libhdf5 decodes the source's metadata there and encodes the copy itself) into an in-memory file
+// and sends its image; tqref's process reads only that copy, never metadata bytes from the
+// untrusted file.
 #pragma once
 #include <hdf5.h>
 
@@ -30,15 +31,21 @@ namespace tqref::h5 {
 inline constexpr double kIdleTimeoutS = 10.0;
 
 // Visits the whole of `file` (opened read-only) as described above, calling note(object path)
-// before each object, attribute and data slab. Returns "" or "<object>: <problem>".
+// before each object, attribute and data slab. Returns "" or "<object>: <problem>". Two phases:
+// the structure (links, object headers, attributes, each dataset's type, shape and storage),
+// then the data (every byte of every number dataset, the costly part: a file of a few megabytes
+// can declare gigabytes of zeros).
 std::string walk_file(hid_t file, const std::function<void(const std::string&)>& note);
 
 // Opens `path` with libhdf5, checks that it is the file `identity` names, walks it and copies it,
 // in a child process (or in this process, see below); returns the copy of its root group, open
 // read-only in memory. Throws h5::Error "<path>:<object>: <problem>" when the file breaks the
 // policy or libhdf5 fails on it, or when the copy would not fit: twice `file_size` within the
-// memory budget (checked first), the copy itself within copy_limit.
-Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size);
+// memory budget (checked first), the copy itself within copy_limit. With `check`, the reader's
+// AttributeCheck runs between the walk's two phases; its refusal is thrown as h5::Error with its
+// own message.
+Handle open_validated(const std::string& path, const FileIdentity& identity, uint64_t file_size,
+                      const AttributeCheck& check = {});
 
 // The largest copy accepted from the child for a file of `file_size` bytes: its size and a
 // quarter, plus 1 MiB (copies of real files are within 1 % of their size), and at most half the

@@ -136,7 +136,7 @@ int tqref_golden_open(const char* path, tqref_file** out) {
     require(path, "path");
     require(out, "out");
     std::lock_guard<std::mutex> lock(capi::hdf5_lock());
-    h5::Node root = h5::Node::open_file(path);
+    h5::Node root = golden::open_golden_file(path);
     golden::Provenance prov = golden::read_provenance(root);
     std::vector<std::string> names = root.group("cases").children();
     *out = new tqref_file{path, std::move(root), std::move(prov), std::move(names)};

@@ -33,6 +33,24 @@ def test_every_dataset_and_attribute_matches_h5py(path):
                 assert (list(v) == got) if isinstance(v, np.ndarray) else (v == got), (c.name, k)
 
 
+def test_file_h5py_added_attributes_to_is_read(tmp_path, cli):
+    # Catches a valid file refused as "corrupt file ... signal 11": libhdf5 1.10's H5Ocopy (the
+    # validated copy) crashes on an object with more than 8 attributes (dense storage) when one is
+    # a variable-length string, which is how h5py writes a str attribute.
+    path = tmp_path / "annotated.h5"
+    path.write_bytes(SMOKE.read_bytes())
+    with h5py.File(path, "r+") as f:
+        name = list(f["cases"])[0]
+        f.attrs["annotation"] = "checked by hand"
+        f["cases"][name].attrs["note"] = "a vlen str, as h5py writes str"
+    with tqref.GoldenFile(path) as f:
+        assert f.provenance["suite"] == "smoke"
+    case = next(c for c in tqref.read_golden(path) if c.name == name)
+    assert case.attrs["note"] == "a vlen str, as h5py writes str"
+    r = run_cli(cli, "check", path, "--backend", "model", "--no-explain")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_provenance_and_profile(smoke_cases):
     # The file's EX2 profile is found by its id, and provenance reads as written.
     with tqref.GoldenFile(SMOKE) as f:

@@ -1,8 +1,9 @@
 // libFuzzer target: the isolation around libhdf5 (harness/io/hdf5_validate.h, isolated_call.h),
-// fuzzed apart from the parsing logic. Each input is opened the way tqref opens every HDF5 file:
-// the validating pass in a child process with an idle deadline and a memory limit. Whatever
-// libhdf5 does in the child (crash, loop, allocate without bound; the child's sanitizer report is
-// printed and is not a finding), open_file must return a node or throw h5::Error naming the file,
+// fuzzed apart from the parsing logic. Each input is opened the way tqref opens every golden
+// file: the validating pass in a child process with an idle deadline and a memory limit, and
+// golden::check_case_memory between its phases. Whatever libhdf5 does in the child (crash, loop,
+// allocate without bound; the child's sanitizer report is printed and is not a finding),
+// open_golden_file must return a node or throw h5::Error naming the file,
 // and the golden reader must then refuse or return. A crash, hang or leak in this process is a
 // finding. One fork per input: slower than the in-process targets by the fork and exec of the
 // pass, not by the library's work.
@@ -18,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_path(".isolated.h5");
   if (!fuzz::write_input(path, data, size)) std::abort();
   try {
-    h5::Node root = h5::Node::open_file(path);
+    h5::Node root = golden::open_golden_file(path);
     golden::read_provenance(root);
     h5::Node cases = root.group("cases");
     for (const std::string& name : cases.children()) golden::read_case(cases, name, true);
