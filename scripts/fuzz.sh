@@ -8,7 +8,7 @@
 #   TQREF_FUZZ_RUNS=N   stop a target after N executions (the time limit still applies),
 #   TQREF_FUZZ_FORK=J   libFuzzer's fork mode with J workers: a crash, timeout or OOM is saved in
 #                       findings/ and the run goes on (for long campaigns, where libhdf5's own
-#                       crashes on malformed files would otherwise end it; docs/reliability.md),
+#                       crashes on malformed files would otherwise end it; docs/fuzzing.md),
 #   TQREF_FUZZ_NICE=K   run the fuzzers under nice -n K (default 0),
 #   TQREF_FUZZ_PREBUILT=1  use the targets and seeds already in $TQREF_FUZZ_BUILD (no clang, no
 #                       build, no seed generation: a tree packed by scripts/device-carry.sh --fuzz),

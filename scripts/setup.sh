@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages that tqref's build, tests, benchmarks and analysis need.
 # Non-interactive and idempotent: packages already present are left alone, and `apt-get update`
 # runs only when something is missing. Run as root (or through sudo). TQREF_FUZZ_DEPS=1 also
-# installs the fuzzing toolchain (scripts/fuzz.sh, docs/reliability.md).
+# installs the fuzzing toolchain (scripts/fuzz.sh, docs/fuzzing.md).
 #
 # CUDA is not installed here: the toolkit comes from NVIDIA. When /usr/local/cuda/bin/nvcc (or an
 # nvcc on PATH) exists the build compiles the kernels and the GPU backend; otherwise it is a

@@ -1,4 +1,4 @@
-// Bad input against the real `tqref` binary (docs/reliability.md): each class of defect in a
+// Bad input against the real `tqref` binary (docs/bad-input.md): each class of defect in a
 // golden file, a sweep file or the command line must give one clear message naming the file,
 // object or parameter and the allowed range, the documented exit code (harness/io/exit_code.h),
 // and no output file. An interrupted generate must leave neither its output nor a temporary.
@@ -617,7 +617,7 @@ BOOST_AUTO_TEST_CASE(case_larger_than_memory_budget_is_refused) {
 // block (a short sweep: every change is refused) and where it is a "huge" heap object, stored
 // without a checksum (a sweep above 4 KiB: 256 bytes more is refused). Each command must give the
 // same verdict and, when it refuses, the same message. (Where the huge form is not refused, every
-// command reads the same shorter or slightly longer string: docs/reliability.md says why the HDF5
+// command reads the same shorter or slightly longer string: docs/bad-input.md says why the HDF5
 // 1.10 format cannot tell.)
 BOOST_AUTO_TEST_CASE(corrupt_config_yaml_size_is_judged_alike) {
   const fs::path dir = fixture().root / "config_yaml";

@@ -218,7 +218,7 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
         }
         set.at(used[i]->first)(s, value);
       }
-      // SPEC ranges and the generator's size limits (docs/reliability.md) before anything is
+      // SPEC ranges and the generator's size limits (docs/bad-input.md) before anything is
       // built; the total bounded as the points are made, so a sweep of huge points stops early.
       if (const std::string why = total.add(s); !why.empty())
         throw std::invalid_argument(file + ": sweep point " + std::to_string(out.size()) + " (" +

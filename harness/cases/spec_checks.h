@@ -10,7 +10,7 @@
 namespace tqref::common {
 
 // A generator spec (suite entry or YAML sweep point) before anything is built: SPEC ranges and
-// the sweep limits of docs/reliability.md (so one spec's buffers stay below kMaxSpecPoolBytes).
+// the sweep limits of docs/bad-input.md (so one spec's buffers stay below kMaxSpecPoolBytes).
 inline constexpr uint64_t kMaxSpecPoolBytes = uint64_t(1) << 32;
 // Also: the spec's memory_bytes() within the memory budget (io/memory_budget.h).
 std::string check_spec(const golden::CaseSpec& s);

@@ -96,7 +96,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   // Every case is read and checked before anything is printed: a bad file gives one message
-  // (docs/reliability.md), not a partial listing followed by an error.
+  // (docs/bad-input.md), not a partial listing followed by an error.
   std::vector<GoldenCase> all;
   for (const auto& n : only.empty() ? cases.children() : std::vector<std::string>{only})
     all.push_back(read_case(cases, n, false));

@@ -489,7 +489,7 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
     c.d.p.threshold = c.threshold;
   }
   if (g.has_attr("pool_layout")) c.sparse = read_sparse_pool(g, c);
-  // Every SPEC range and buffer extent, before any backend sees the case (docs/reliability.md).
+  // Every SPEC range and buffer extent, before any backend sees the case (docs/bad-input.md).
   if (const std::string why = common::check_case(c); !why.empty()) throw BadCase(g.where() + ": " + why);
   return c;
 }

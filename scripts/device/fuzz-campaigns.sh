@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long fuzz campaigns on a machine with many cores (the GPU machine's host CPUs: the fuzz plan;
-# docs/reliability.md "Fuzzing"), from the tree `scripts/device-carry.sh --fuzz` packed here (the
+# docs/fuzzing.md "Commands"), from the tree `scripts/device-carry.sh --fuzz` packed here (the
 # targets built by scripts/fuzz.sh with clang-14, ASan and UBSan; the other machine needs no
 # compiler).
 #   scripts/device/fuzz-campaigns.sh OUTDIR SECONDS TARGET=WORKERS[xINSTANCES] ...
