@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A projection (not a measurement) of kernel times on NVIDIA GB10 from Nsight Compute figures
-measured on another GPU (docs/performance.md, "GB10 projection").
+measured on another GPU (docs/gpu-performance.md, "GB10 projection").
 
 Input: the rows of analysis/ncu_join.py (per launch: warp instructions, DRAM bytes read + written,
 the SMs' elapsed cycles, the device's SM count), or a file of the same form written by hand from
@@ -17,7 +17,7 @@ older ncu reports. Per row:
   bf16 SDPA    decode rows only: the bytes of dense bf16 K and V of the same shape (plus q and the
                output) at 273 GB/s, the floor of any bf16 attention kernel on GB10.
 
-GB10 figures (public, see docs/performance.md for the sources): 6144 CUDA cores = 48 SMs of 128;
+GB10 figures (public, see docs/gpu-performance.md for the sources): 6144 CUDA cores = 48 SMs of 128;
 31 TFLOPS FP32 -> 31e12 / (6144 x 2 FLOP) = 2.52 GHz; LPDDR5X, 273 GB/s (NVIDIA's DGX Spark
 figure; 256-bit LPDDR5X-9400 is 301 GB/s raw).
 

@@ -1,4 +1,4 @@
-// The shape sets of `tqref bench --set NAME` (docs/performance.md): which decode problems and
+// The shape sets of `tqref bench --set NAME` (docs/gpu-performance.md): which decode problems and
 // which writer problems one run measures.
 #pragma once
 #include <string>

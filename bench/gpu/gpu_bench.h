@@ -1,4 +1,4 @@
-// GPU benchmark of the writer and decoder kernels (`tqref bench`, docs/performance.md): inputs
+// GPU benchmark of the writer and decoder kernels (`tqref bench`, docs/gpu-performance.md): inputs
 // generated on the device (bench_util module + the reference-order writer), CUDA-event timing after warm-up,
 // median of many runs, inputs rotated over several pool copies (more memory than the L2), a
 // device-to-device copy measured in the same run as the bandwidth reference, and a bit-for-bit

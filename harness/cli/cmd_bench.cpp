@@ -1,6 +1,6 @@
 // tqref bench: GPU timing of the writer and decoder kernels (the reference-order kernels, the
 // GQA and floor variants) with a bit-for-bit conformance check of every timed kernel in the same run
-// (bench/gpu/gpu_bench.h, docs/performance.md).
+// (bench/gpu/gpu_bench.h, docs/gpu-performance.md).
 #include <boost/program_options.hpp>
 
 #include <cstdio>
