@@ -18,7 +18,7 @@ echo "test: preset $PRESET"
 cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
 TQREF_BUILD_DIR=build/$PRESET bash scripts/install-python.sh /usr/bin/python3   # .venv (docs/python.md)
-ctest --preset "$PRESET"
+ctest --preset "$PRESET" -j"${TQREF_JOBS:-2}"   # tests in parallel (2 cores: about half the time)
 
 # Bounded fuzzing (docs/reliability.md), opt-in: TQREF_FUZZ_SECONDS=N runs each libFuzzer target for
 # N seconds after building a separate clang tree (minutes on 2 cores). Fixed findings are replayed by
