@@ -58,48 +58,41 @@ std::vector<VariantInfo> make_named() {
     add(x, (x.fused & kWriterFusions) ? VariantKernel::writer : VariantKernel::decoder, false,
         "one a*b + c site contracted into an FMA");
   }
-  Variant fmad;
-  fmad.name = "nvcc-fmad";
-  fmad.fused = nvcc_fmad_fusions();
-  add(fmad, VariantKernel::both, true,
-      "the sites nvcc contracts in the plain-operator source (nvcc's default --fmad=true)");
-  Variant m13;
-  m13.name = "fmad-mutant13";
-  m13.fused = mutant13_fusions();
-  add(m13, VariantKernel::both, true,
-      "mutant 13's explicit fmaf: norms, score pair, ef*v of every o update (not l, not the merge)");
+  auto fused = [&](const char* name, uint32_t sites, const char* what) {
+    Variant x;
+    x.name = name;
+    x.fused = sites;
+    add(x, VariantKernel::both, true, what);
+  };
+  fused("nvcc-fmad", nvcc_fmad_fusions(),
+        "the sites nvcc contracts in the plain-operator source (nvcc's default --fmad=true)");
+  fused("fmad-mutant13", mutant13_fusions(),
+        "mutant 13's explicit fmaf: norms, score pair, ef*v of every o update (not l, not the merge)");
   Variant ftz;
   ftz.name = "ftz";
   ftz.ftz = true;
   ftz.expf_unsplit = true;
   add(ftz, VariantKernel::both, true,
       "-ftz=true: every f32 operation flushes subnormal inputs and results; EXPF unsplit");
-  Variant unsplit;
-  unsplit.name = "expf-no-split";
-  unsplit.expf_unsplit = true;
-  add(unsplit, VariantKernel::decoder, true, "EXPF calls EX2 directly below -126 (mutant 14)");
-  Variant nb;
-  nb.name = "no-batch";
-  nb.no_batches = true;
-  add(nb, VariantKernel::decoder, true, "every position a single (mutant 3)");
-  Variant ms;
-  ms.name = "merge-sequential";
-  ms.merge_sequential = true;
-  add(ms, VariantKernel::decoder, true, "warp 0 absorbs warps 1..7 in turn (mutant 4)");
-  Variant ba;
-  ba.name = "butterfly-ascending";
-  ba.butterfly_ascending = true;
-  add(ba, VariantKernel::decoder, true, "butterfly offsets 1, 2, 4, 8, 16 (mutant 10)");
-  Variant cb;
-  cb.name = "fp32-codebook";
-  cb.fp32_codebook = true;
-  add(cb, VariantKernel::decoder, true, "dequant with the fp32 codebook (mutant 16)");
-  Variant ll;
-  ll.name = "lane-layout";
-  ll.other_lane_layout = true;
-  add(ll, VariantKernel::decoder, true,
-      "the other HDIM's lane layout for the score's partial sums (8 dims per lane at HDIM 128, "
-      "4 at HDIM 256)");
+  // The decoder's structural variants, one switch each (the mutant each models).
+  auto decoder_switch = [&](const char* name, bool Variant::*on, const char* what) {
+    Variant x;
+    x.name = name;
+    x.*on = true;
+    add(x, VariantKernel::decoder, true, what);
+  };
+  decoder_switch("expf-no-split", &Variant::expf_unsplit,
+                 "EXPF calls EX2 directly below -126 (mutant 14)");
+  decoder_switch("no-batch", &Variant::no_batches, "every position a single (mutant 3)");
+  decoder_switch("merge-sequential", &Variant::merge_sequential,
+                 "warp 0 absorbs warps 1..7 in turn (mutant 4)");
+  decoder_switch("butterfly-ascending", &Variant::butterfly_ascending,
+                 "butterfly offsets 1, 2, 4, 8, 16 (mutant 10)");
+  decoder_switch("fp32-codebook", &Variant::fp32_codebook,
+                 "dequant with the fp32 codebook (mutant 16)");
+  decoder_switch("lane-layout", &Variant::other_lane_layout,
+                 "the other HDIM's lane layout for the score's partial sums (8 dims per lane at "
+                 "HDIM 128, 4 at HDIM 256)");
   return v;
 }
 
