@@ -1,6 +1,7 @@
 #include "decode_fast.h"
 
 #include "fast_kernels.h"
+#include "tqref/contract.h"
 #include "tqref/numeric.h"
 
 namespace tqref::fast {
@@ -45,9 +46,9 @@ void paged_decode(Format format, std::span<const uint16_t> q, std::span<const ui
   st.o.resize(ctas * kDecodeWarps * p.hdim);
   if (diag)
     for (uint64_t i = 0; i < ctas; ++i) {
-      const uint32_t L = uint32_t(seq_lens[i / p.num_q_heads]), win = p.sliding_window;
+      const uint32_t L = uint32_t(seq_lens[i / p.num_q_heads]);
       if (L == 0) continue;  // empty vectors and zeros, as the scalar model
-      diag->heads[i].skipped.assign(L - ((win > 0 && L > win) ? L - win : 0), 0);
+      diag->heads[i].skipped.assign(L - window_start(L, p.sliding_window), 0);
       diag->heads[i].out_f32.assign(p.hdim, 0.0f);
     }
   // Work items: (sequence, kv head, warp). Each writes only its own states and its own range of

@@ -266,8 +266,8 @@ template <uint32_t HDIM> void fast_accumulate(const DecodeJob& j, WarpScratch& s
 template <uint32_t HDIM> void fast_warp(const DecodeJob& j, WarpStates& states, DecodeDiagnostics* diag,
                                         uint32_t s, uint32_t kvh, uint32_t w) {
   const DecodeParams& p = *j.p;
-  const uint32_t L = uint32_t(j.lens[s]), G = j.heads_per_kv, win = p.sliding_window;
-  const uint32_t start = (win > 0 && L > win) ? L - win : 0;
+  const uint32_t L = uint32_t(j.lens[s]), G = j.heads_per_kv;
+  const uint32_t start = window_start(L, p.sliding_window);  // tqref/contract.h
   const uint64_t chunk = (uint64_t(L - start) + kDecodeWarps - 1) / kDecodeWarps;
   const uint64_t lo = start + w * chunk, hi = std::min<uint64_t>(start + (w + 1) * chunk, L);
   WarpScratch& sc = warp_scratch();

@@ -20,5 +20,6 @@
 
 #include "ex2_eval.h"
 #include "fast_kernels.h"
+#include "tqref/contract.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
