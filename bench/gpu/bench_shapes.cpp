@@ -29,11 +29,9 @@ WriterShape writer_shape(Format f, uint32_t hdim, uint32_t kvh, uint32_t tokens)
   return w;
 }
 
-constexpr Format kAll[] = {Format::turbo2v, Format::turbo3v, Format::turbo4v};
-
 std::vector<WriterShape> quick_writers() {
   std::vector<WriterShape> v{writer_shape(Format::turbo3v, 128, 8, 32), writer_shape(Format::turbo3v, 128, 8, 16384)};
-  for (Format f : kAll) v.push_back(writer_shape(f, 128, 8, 65536));
+  for (const FormatTraits& t : kFormats) v.push_back(writer_shape(t.format, 128, 8, 65536));
   return v;
 }
 
@@ -57,9 +55,9 @@ constexpr ModelHeads kModels[] = {
 
 std::vector<DecodeShape> full_decode(float q_sigma) {
   std::vector<DecodeShape> v;
-  for (Format f : kAll)
+  for (const FormatTraits& t : kFormats)
     for (uint32_t hdim : {128u, 256u})
-      for (uint32_t L : {1024u, 4096u, 16384u}) v.push_back(decode_shape(f, hdim, 32, 32, 8, L, q_sigma));
+      for (uint32_t L : {1024u, 4096u, 16384u}) v.push_back(decode_shape(t.format, hdim, 32, 32, 8, L, q_sigma));
   for (uint32_t nkv : {32u, 4u, 1u}) v.push_back(decode_shape(Format::turbo3v, 128, 32, 32, nkv, 16384, q_sigma));
   v.push_back(decode_shape(Format::turbo3v, 128, 8, 32, 8, 32768, q_sigma));
   v.push_back(decode_shape(Format::turbo3v, 128, 32, 32, 8, 16384, 4.0f * q_sigma));
@@ -70,8 +68,8 @@ std::vector<DecodeShape> full_decode(float q_sigma) {
 // and 16k for every format at HDIM 128, HDIM 256, and GQA 1, 7, 8 and MQA at 16k.
 std::vector<DecodeShape> floor_decode(float q_sigma) {
   std::vector<DecodeShape> v;
-  for (Format f : kAll)
-    for (uint32_t L : {4096u, 16384u}) v.push_back(decode_shape(f, 128, 32, 32, 8, L, q_sigma));
+  for (const FormatTraits& t : kFormats)
+    for (uint32_t L : {4096u, 16384u}) v.push_back(decode_shape(t.format, 128, 32, 32, 8, L, q_sigma));
   for (uint32_t L : {4096u, 16384u}) v.push_back(decode_shape(Format::turbo3v, 256, 32, 32, 8, L, q_sigma));
   for (auto [qh, kvh] : {std::pair{32u, 32u}, {28u, 4u}, {32u, 4u}, {32u, 1u}})
     v.push_back(decode_shape(Format::turbo3v, 128, 32, qh, kvh, 16384, q_sigma));

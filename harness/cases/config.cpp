@@ -63,7 +63,7 @@ std::map<std::string, Setter> setters(const std::string& file) {
   };
   m["format"] = [&file](CaseSpec& s, const YAML::Node& n) {
     if (!parse_format(n.as<std::string>(), &s.format))
-      bad(file, "format", "'" + n.Scalar() + "'; allowed: turbo2v, turbo3v, turbo4v");
+      bad(file, "format", "'" + n.Scalar() + "'; allowed: " + format_names());
   };
   m["head_dim"] = u32("head_dim", &CaseSpec::head_dim);
   m["num_kv_heads"] = u32("num_kv_heads", &CaseSpec::num_kv_heads);

@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "options.h"
+#include "io/golden_case.h"
 #include "io/input_file.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
@@ -98,7 +99,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
       "  the kernel reads bf16 V; errors are measured against the bf16 values. Options");
   std::string format, values, file;
   desc.add_options()("help,h", "this text")
-      ("format", po::value(&format), "turbo2v, turbo3v, turbo4v or all")
+      ("format", po::value(&format), (golden::format_names() + " or all").c_str())
       ("values", po::value(&values), "16 numbers separated by commas (nan, inf, -inf accepted)")
       ("file", po::value(&file), "text file holding 16 numbers (commas or whitespace)");
   po::variables_map vm;
@@ -107,8 +108,8 @@ int cmd_quantize(const std::vector<std::string>& args) {
   for (const auto& t : kFormats)
     if (format == "all" || format == t.name) formats.push_back(&t);
   if (formats.empty()) {
-    std::fprintf(stderr, "tqref quantize: --format '%s'; allowed: turbo2v, turbo3v, turbo4v, all\n",
-                 format.c_str());
+    std::fprintf(stderr, "tqref quantize: --format '%s'; allowed: %s, all\n", format.c_str(),
+                 golden::format_names().c_str());
     return kExitUsage;
   }
   if (vm.count("values") == vm.count("file")) {

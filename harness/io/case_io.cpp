@@ -360,6 +360,12 @@ std::string kernel_name(CaseKind kind, Format f) {
          traits(f).name;
 }
 const char* kind_name(CaseKind k) { return k == CaseKind::writer ? "writer" : "decode"; }
+std::string format_names() {
+  std::string s;
+  for (const FormatTraits& t : kFormats) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
 bool parse_format(const std::string& s, Format* f) {
   for (const auto& t : kFormats)
     if (s == t.name) {
@@ -469,7 +475,7 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
   else throw BadCase(g.where() + ": attribute kind = '" + printable(kind) + "'; allowed: writer, decode");
   const std::string fmt = g.attr_string("format");
   if (!parse_format(fmt, &c.format))
-    throw BadCase(g.where() + ": attribute format = '" + printable(fmt) + "'; allowed: turbo2v, turbo3v, turbo4v");
+    throw BadCase(g.where() + ": attribute format = '" + printable(fmt) + "'; allowed: " + format_names());
   const std::string kernel = g.attr_string("kernel");
   if (kernel != kernel_name(c.kind, c.format))
     throw BadCase(g.where() + ": attribute kernel = '" + printable(kernel) + "' does not match kind " + kind +

@@ -100,5 +100,7 @@ std::string kernel_name(CaseKind kind, Format f);
 const char* kind_name(CaseKind k);
 // Parses "turbo2v" etc.; returns false on an unknown name.
 bool parse_format(const std::string& s, Format* f);
+// "turbo2v, turbo3v, turbo4v": every format's name from kFormats, for messages.
+std::string format_names();
 
 }  // namespace tqref::golden

@@ -70,8 +70,12 @@ void require(const void* p, const char* name) {
 
 Format format_of(int code) {
   if (code < 0 || code >= kNumFormats)
-    throw BadArgument("format = " + std::to_string(code) +
-                      "; allowed: 0 (turbo2v), 1 (turbo3v), 2 (turbo4v)");
+  {
+    std::string allowed;
+    for (int i = 0; i < kNumFormats; ++i)
+      allowed += (i ? ", " : "") + std::to_string(i) + " (" + kFormats[i].name + ")";
+    throw BadArgument("format = " + std::to_string(code) + "; allowed: " + allowed);
+  }
   return kFormats[code].format;
 }
 
