@@ -59,6 +59,10 @@ struct ContractRules {
   }
 };
 
+// f32(a * b + c) with one rounding (model/fused.cpp: out of line, so that no other object of
+// the model holds a fused instruction).
+float fused_multiply_add(float a, float b, float c);
+
 // f moved by `steps` representable values of a sign-magnitude format whose sign is bit
 // `sign_bit` (bf16, fp16: 15; fp8: 7), toward +Inf for steps > 0; NaN stays.
 uint32_t step_sign_magnitude(uint32_t bits, int steps, uint32_t sign_bit);
@@ -76,13 +80,13 @@ class VariantRules {
   float abs(float a) const { return std::fabs(in(a)); }
   // A fused site rounds once, at its add step.
   float mul_add(Fusion f, Step mul_step, Step add_step, float a, float b, float c) const {
-    if (v_.fuses(f)) return out(add_step, std::fma(in(a), in(b), in(c)));
+    if (v_.fuses(f)) return out(add_step, fused_multiply_add(in(a), in(b), in(c)));
     return add(add_step, mul(mul_step, a, b), c);
   }
   float sum_products(Fusion ab, Fusion cd, Step mul_ab, Step mul_cd, Step add_step, float a,
                      float b, float c, float d) const {
-    if (v_.fuses(ab)) return out(add_step, std::fma(in(a), in(b), mul(mul_cd, c, d)));
-    if (v_.fuses(cd)) return out(add_step, std::fma(in(c), in(d), mul(mul_ab, a, b)));
+    if (v_.fuses(ab)) return out(add_step, fused_multiply_add(in(a), in(b), mul(mul_cd, c, d)));
+    if (v_.fuses(cd)) return out(add_step, fused_multiply_add(in(c), in(d), mul(mul_ab, a, b)));
     return add(add_step, mul(mul_ab, a, b), mul(mul_cd, c, d));
   }
   uint8_t scale_byte(float s) const;
