@@ -14,6 +14,7 @@ PACKAGES=(
   libboost-program-options-dev libboost-test-dev   # CLI options, Boost.Test
   libhdf5-dev hdf5-tools                           # golden data I/O, h5dump for inspection
   libyaml-cpp-dev                                  # suite definitions
+  nlohmann-json3-dev libpugixml-dev                # JSON and JUnit XML reports (harness/io/report_doc.*)
   libbenchmark-dev                                 # bench/ (Google Benchmark)
   ccache                                           # optional compiler cache (CMakeLists.txt uses it when found)
   valgrind                                         # tests/test_own_process_reads.sh (docs/reliability.md, finding 8)

@@ -16,6 +16,7 @@
 #include "conform/options.h"
 #include "conform/report.h"
 #include "conform/result.h"
+#include "io/report_doc.h"
 #include "golden_test_util.h"
 #include "io/ex2_profile_io.h"
 #include "judge/backend.h"
@@ -409,7 +410,7 @@ golden::CaseVerdict verdict(const std::string& name, const std::string& kernel, 
     v.first.push_back(m);
     v.explanation = {"dims 8-127 wrong in every row with L > 0: suspect per-lane addressing",
                      "reproduced bit for bit by neighbour-lane-v", "hypothesis:neighbour-lane-v",
-                     "{\"diagnosis\":\"hypothesis:neighbour-lane-v\"}"};
+                     report::Json{{"diagnosis", "hypothesis:neighbour-lane-v"}}};
   }
   return v;
 }

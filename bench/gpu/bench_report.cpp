@@ -2,31 +2,24 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "io/report_doc.h"
 
 namespace tqref::bench {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += ' ';
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
+using report::Json;
 
-std::string timing_json(const Timing& t) {
-  char b[200];
-  std::snprintf(b, sizeof b, "{\"median_ms\": %.6f, \"min_ms\": %.6f, \"p10_ms\": %.6f, \"p90_ms\": %.6f, \"runs\": %d}",
-                t.median_ms, t.min_ms, t.p10_ms, t.p90_ms, t.runs);
-  return b;
+// Figures as the report always gave them: times to the nanosecond (6 decimals of a ms), the
+// derived rates and fractions to 6 significant digits.
+Json ms(double x) { return report::json_number(x, "%.6f"); }
+Json fig(double x) { return report::json_number(x, "%g"); }
+
+Json timing_json(const Timing& t) {
+  return {{"median_ms", ms(t.median_ms)}, {"min_ms", ms(t.min_ms)}, {"p10_ms", ms(t.p10_ms)},
+          {"p90_ms", ms(t.p90_ms)}, {"runs", t.runs}};
 }
 
 // The table's kernel column: the reference-order kernel, a GQA or a floor decoder.
@@ -40,58 +33,74 @@ const char* variant_of(const DecodeResult& d) {
 uint32_t decode_launches(const Settings& s) { return 1 + uint32_t(s.warmup + s.runs); }
 
 void write_json(const std::string& path, const Report& r) {
-  std::ostringstream o;
-  o << "{\n  \"schema\": \"tqref.bench/1\",\n"
-    << "  \"device\": {\"name\": \"" << esc(r.device) << "\", \"arch\": \"" << r.arch
-    << "\", \"driver\": \"" << esc(r.driver) << "\", \"sm_count\": " << r.sm_count << "},\n"
-    << "  \"command_line\": \"" << esc(r.command_line) << "\",\n"
-    << "  \"settings\": {\"warmup\": " << r.settings.warmup << ", \"runs\": " << r.settings.runs
-    << ", \"rotate_bytes\": " << r.settings.rotate_bytes << ", \"seed\": " << r.settings.seed << "},\n"
-    << "  \"copy\": {\"bytes\": " << r.copy.bytes << ", \"gbps_read_write\": " << r.copy.gbps()
-    << ", \"timing\": " << timing_json(r.copy.t) << "},\n  \"decode\": [\n";
-  for (size_t i = 0; i < r.decode.size(); ++i) {
-    const DecodeResult& d = r.decode[i];
+  Json decode = Json::array();
+  for (const DecodeResult& d : r.decode) {
     const DecodeShape& s = d.shape;
     const uint64_t need = needed_bytes(d), full = d.k_bytes + d.v_bytes_full + d.qo_bytes;
-    o << "    {\"kernel\": \"" << d.kernel << "\", \"variant\": \"" << variant_of(d)
-      << "\", \"heads_per_cta\": " << d.heads_per_cta
-      << ", \"format\": \"" << format_name(s.format) << "\", \"hdim\": " << s.hdim
-      << ", \"num_seqs\": " << s.num_seqs << ", \"num_q_heads\": " << s.num_q_heads
-      << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"seq_len\": " << s.seq_len
-      << ", \"block_size\": " << s.block_size << ", \"q_sigma\": " << s.q_sigma
-      << ", \"model\": \"" << esc(s.model) << "\", \"pairs\": " << s.pairs()
-      << ", \"grid_x\": " << (d.heads_per_cta ? s.num_q_heads / d.heads_per_cta : s.num_q_heads)
-      << ", \"launches\": " << decode_launches(r.settings)
-      << ", \"timing\": " << timing_json(d.t) << ", \"k_bytes\": " << d.k_bytes
-      << ", \"v_bytes_full\": " << d.v_bytes_full << ", \"v_bytes_needed\": " << d.v_bytes_needed
-      << ", \"qo_bytes\": " << d.qo_bytes << ", \"bytes_needed\": " << need
-      << ", \"gbps_needed\": " << gbps(need, d.t) << ", \"floor_full_ms\": "
-      << (r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0)
-      << ", \"fraction_of_copy\": " << (r.copy.gbps() > 0 ? gbps(need, d.t) / r.copy.gbps() : 0.0)
-      << ", \"skip_rate\": " << d.skip_rate << ", \"conformant\": " << (d.conformant ? "true" : "false")
-      << ", \"mismatches\": " << d.mismatches << ", \"model_checked\": " << (d.model_checked ? "true" : "false")
-      << ", \"model_equal\": " << (d.model_equal ? "true" : "false") << "}"
-      << (i + 1 < r.decode.size() ? ",\n" : "\n");
+    decode.push_back({{"kernel", d.kernel},
+                      {"variant", variant_of(d)},
+                      {"heads_per_cta", d.heads_per_cta},
+                      {"format", format_name(s.format)},
+                      {"hdim", s.hdim},
+                      {"num_seqs", s.num_seqs},
+                      {"num_q_heads", s.num_q_heads},
+                      {"num_kv_heads", s.num_kv_heads},
+                      {"seq_len", s.seq_len},
+                      {"block_size", s.block_size},
+                      {"q_sigma", fig(s.q_sigma)},
+                      {"model", s.model},
+                      {"pairs", s.pairs()},
+                      {"grid_x", d.heads_per_cta ? s.num_q_heads / d.heads_per_cta : s.num_q_heads},
+                      {"launches", decode_launches(r.settings)},
+                      {"timing", timing_json(d.t)},
+                      {"k_bytes", d.k_bytes},
+                      {"v_bytes_full", d.v_bytes_full},
+                      {"v_bytes_needed", d.v_bytes_needed},
+                      {"qo_bytes", d.qo_bytes},
+                      {"bytes_needed", need},
+                      {"gbps_needed", fig(gbps(need, d.t))},
+                      {"floor_full_ms", fig(r.copy.gbps() > 0 ? double(full) / (r.copy.gbps() * 1e6) : 0.0)},
+                      {"fraction_of_copy", fig(r.copy.gbps() > 0 ? gbps(need, d.t) / r.copy.gbps() : 0.0)},
+                      {"skip_rate", fig(d.skip_rate)},
+                      {"conformant", d.conformant},
+                      {"mismatches", d.mismatches},
+                      {"model_checked", d.model_checked},
+                      {"model_equal", d.model_equal}});
   }
-  o << "  ],\n  \"writer\": [\n";
-  for (size_t i = 0; i < r.writer.size(); ++i) {
-    const WriterResult& w = r.writer[i];
+  Json writer = Json::array();
+  for (const WriterResult& w : r.writer) {
     const WriterShape& s = w.shape;
-    o << "    {\"kernel\": \"" << w.kernel << "\", \"fast\": " << (w.fast ? "true" : "false")
-      << ", \"format\": \"" << format_name(s.format) << "\", \"hdim\": " << s.hdim
-      << ", \"num_kv_heads\": " << s.num_kv_heads << ", \"tokens\": " << s.tokens
-      << ", \"block_size\": " << s.block_size << ", \"grid_x\": " << w.grid_x
-      << ", \"launches\": " << w.launches << ", \"timing\": " << timing_json(w.t)
-      << ", \"bytes\": " << w.bytes << ", \"gbps\": " << gbps(w.bytes, w.t)
-      << ", \"copy_same_bytes\": " << timing_json(w.copy) << ", \"copy_gbps\": " << gbps(w.bytes, w.copy)
-      << ", \"fraction_of_copy\": " << w.fraction_of_copy()
-      << ", \"conformant\": " << (w.conformant ? "true" : "false") << ", \"mismatches\": " << w.mismatches
-      << "}" << (i + 1 < r.writer.size() ? ",\n" : "\n");
+    writer.push_back({{"kernel", w.kernel},
+                      {"fast", w.fast},
+                      {"format", format_name(s.format)},
+                      {"hdim", s.hdim},
+                      {"num_kv_heads", s.num_kv_heads},
+                      {"tokens", s.tokens},
+                      {"block_size", s.block_size},
+                      {"grid_x", w.grid_x},
+                      {"launches", w.launches},
+                      {"timing", timing_json(w.t)},
+                      {"bytes", w.bytes},
+                      {"gbps", fig(gbps(w.bytes, w.t))},
+                      {"copy_same_bytes", timing_json(w.copy)},
+                      {"copy_gbps", fig(gbps(w.bytes, w.copy))},
+                      {"fraction_of_copy", fig(w.fraction_of_copy())},
+                      {"conformant", w.conformant},
+                      {"mismatches", w.mismatches}});
   }
-  o << "  ]\n}\n";
+  const Json j = {{"schema", "tqref.bench/1"},
+                  {"device", {{"name", r.device}, {"arch", r.arch}, {"driver", r.driver}, {"sm_count", r.sm_count}}},
+                  {"command_line", r.command_line},
+                  {"settings", {{"warmup", r.settings.warmup},
+                                {"runs", r.settings.runs},
+                                {"rotate_bytes", r.settings.rotate_bytes},
+                                {"seed", r.settings.seed}}},
+                  {"copy", {{"bytes", r.copy.bytes}, {"gbps_read_write", fig(r.copy.gbps())}, {"timing", timing_json(r.copy.t)}}},
+                  {"decode", std::move(decode)},
+                  {"writer", std::move(writer)}};
   std::ofstream f(path);
   if (!f) throw std::runtime_error("tqref bench: cannot write --json file " + path);
-  f << o.str();
+  f << report::json_text(j);
   if (!f) throw std::runtime_error("tqref bench: write to " + path + " failed");
 }
 

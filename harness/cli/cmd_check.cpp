@@ -15,6 +15,7 @@
 #include "options.h"
 #include "io/atomic_output.h"
 #include "io/case_io.h"
+#include "io/report_doc.h"
 #include "judge/ex2_for_file.h"
 #include "judge/faults.h"
 #include "judge/judge_case.h"
@@ -311,14 +312,11 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
                  a.only.c_str(), a.filter.c_str(), a.kind_filter.c_str());
     return leave(kExitBadInput);
   }
-  const std::string json =
-      a.level == "T"   ? "{\"level\":\"T\",\"summary\":" + report_json(run, t.verdicts) +
-                             ",\"tolerance\":" + level_t_json(t.tverdicts, a.topt) + "}\n"
-      : a.level == "I" ? "{\"level\":\"I\",\"summary\":" + report_json(run, t.verdicts) +
-                             ",\"invariance\":" + level_i_json(t.iverdicts) + "}\n"
-                       : report_json(run, t.verdicts);
-  for (const auto& [opt, path, text] : {std::tuple<const char*, std::string, std::string>{"report", a.report, json},
-                                         {"junit", a.junit, a.junit.empty() ? "" : report_junit(run, t.verdicts)}}) {
+  report::Json json = report_json(run, t.verdicts);
+  if (a.level == "T") json = {{"level", "T"}, {"summary", std::move(json)}, {"tolerance", level_t_json(t.tverdicts, a.topt)}};
+  if (a.level == "I") json = {{"level", "I"}, {"summary", std::move(json)}, {"invariance", level_i_json(t.iverdicts)}};
+  for (const auto& [opt, path, text] : {std::tuple<const char*, std::string, std::string>{"report", a.report, report::json_text(json)},
+                                         {"junit", a.junit, a.junit.empty() ? "" : report::junit_text(report_junit(run, t.verdicts))}}) {
     if (path.empty()) continue;
     if (const std::string why = write_text(path, text); !why.empty()) {
       std::fprintf(stderr, "tqref check: cannot write --%s: %s\n", opt, why.c_str());

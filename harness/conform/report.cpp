@@ -7,8 +7,7 @@
 
 namespace tqref::conform {
 
-using golden::json_quote;
-using golden::xml_escape;
+using report::Json;
 
 namespace {
 
@@ -223,70 +222,91 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
 namespace {
 
 // "this run could have seen" (judge/coverage.h); null when not computed.
-std::string coverage_json(const RunCoverage& c) {
-  if (!c.total) return "null";
-  std::string s = "{\"observable\": " + std::to_string(c.observable) + ", \"total\": " +
-                  std::to_string(c.total) + ", \"blind\": [";
-  for (size_t i = 0; i < c.blind.size(); ++i) s += (i ? ", " : "") + json_quote(c.blind[i]);
-  return s + "]}";
+Json coverage_json(const RunCoverage& c) {
+  if (!c.total) return nullptr;
+  return {{"observable", c.observable}, {"total", c.total}, {"blind", c.blind}};
+}
+
+Json kernels_json(const ModuleResult& m) {
+  Json k = Json::object();
+  for (const auto& [name, t] : kernel_totals(m))
+    k[name] = {{"level", std::string(1, t.level)},
+               {"cases", t.cases},
+               {"passed", t.passed},
+               {"failed", t.failed},
+               {"guard_violations", t.guard_violations},
+               {"invariance", {{"cases", t.i_cases}, {"passed", t.i_passed}, {"failed", t.i_failed}}}};
+  return k;
+}
+
+Json suite_json(const ConformResult& r, const ModuleResult& m, const SuiteRun& su) {
+  const golden::RunInfo run{su.file, "gpu " + m.file.path, "none", r.git_commit, r.ex2_profile_id};
+  Json j = {{"suite", su.suite},
+            {"skipped", Json::object()},
+            {"reproducers", Json::object()},
+            {"check", golden::report_json(run, su.verdicts)}};
+  for (const auto& [why, n] : su.skipped) j["skipped"][why] = n;
+  for (const auto& [c, p] : su.reproducers) j["reproducers"][c] = p;
+  if (!su.tolerance.empty()) j["tolerance"] = golden::level_t_json(su.tolerance, r.topt);
+  if (!su.invariance.empty()) j["invariance"] = golden::level_i_json(su.invariance);
+  return j;
+}
+
+Json module_json(const ConformResult& r, const ModuleResult& m) {
+  Json not_found = Json::array();
+  for (const auto& name : contract_kernels())
+    if (!m.found.count(name)) not_found.push_back(name);
+  Json suites = Json::array();
+  for (const SuiteRun& su : m.suites) suites.push_back(suite_json(r, m, su));
+  return {{"tag", m.tag},
+          {"path", m.file.path},
+          {"kind", module_kind_name(m.file.kind)},
+          {"bytes", m.bytes},
+          {"sha256", m.sha256},
+          {"images", m.inspection.targets_text()},
+          {"load_error", m.load_error},
+          {"load_explanation", m.load_explanation},
+          {"hdim", m.hdim},
+          {"hdim_exact", m.hdim_exact},
+          {"hdim_evidence", m.hdim_evidence},
+          {"hdim_why", m.hdim_why},
+          {"builtin", m.builtin},
+          {"pin", m.pin},
+          {"decoder_level", std::string(1, m.decoder_level)},
+          {"fault", m.fault},
+          {"error", m.error},
+          {"kernels", kernels_json(m)},
+          {"not_found", std::move(not_found)},
+          {"suites", std::move(suites)}};
 }
 
 }  // namespace
 
 std::string report_json(const ConformResult& r) {
-  std::string s = "{\n\"tool\": \"tqref conform\", \"version\": " + json_quote(r.tqref_version) +
-                  ", \"git_commit\": " + json_quote(r.git_commit) + ",\n\"exit_code\": " +
-                  std::to_string(exit_code(r)) + ", \"verdict\": " + json_quote(verdict_line(r)) +
-                  ",\n\"command_line\": " + json_quote(r.command_line) + ", \"started_utc\": " +
-                  json_quote(r.started_utc) + ", \"seconds\": " + std::to_string(r.seconds) +
-                  ",\n\"device\": " + json_quote(r.device) + ", \"arch\": " + json_quote(r.arch) +
-                  ",\n\"ex2_profile_id\": " + json_quote(r.ex2_profile_id) + ", \"ex2_profile_path\": " +
-                  json_quote(r.ex2_profile_path) + ", \"ex2_note\": " + json_quote(r.ex2_note) +
-                  ", \"threshold\": " + fmt_float(r.threshold) + ", \"dispatch\": " + json_quote(r.dispatch) +
-                  ", \"out_of_contract\": " + json_quote(r.out_of_contract) + ",\n\"coverage\": " + coverage_json(r.coverage) + ",\n\"suites\": {";
-  for (size_t i = 0; i < r.suites.size(); ++i)
-    s += std::string(i ? ", " : "") + json_quote(r.suites[i].first) + ": " + json_quote(r.suites[i].second);
-  s += "},\n\"modules\": [";
-  for (size_t i = 0; i < r.modules.size(); ++i) {
-    const ModuleResult& m = r.modules[i];
-    s += std::string(i ? "," : "") + "\n{\"tag\": " + json_quote(m.tag) + ", \"path\": " + json_quote(m.file.path) +
-         ", \"kind\": " + json_quote(module_kind_name(m.file.kind)) + ", \"bytes\": " + std::to_string(m.bytes) +
-         ", \"sha256\": " + json_quote(m.sha256) + ", \"images\": " + json_quote(m.inspection.targets_text()) +
-         ", \"load_error\": " + json_quote(m.load_error) + ", \"load_explanation\": " +
-         json_quote(m.load_explanation) + ", \"hdim\": " + std::to_string(m.hdim) + ", \"hdim_exact\": " +
-         (m.hdim_exact ? "true" : "false") + ", \"hdim_evidence\": " + json_quote(m.hdim_evidence) +
-         ", \"hdim_why\": " + json_quote(m.hdim_why) + ", \"builtin\": " + json_quote(m.builtin) + ", \"pin\": " + json_quote(m.pin) +
-         ", \"decoder_level\": " + json_quote(std::string(1, m.decoder_level)) + ", \"fault\": " +
-         json_quote(m.fault) + ", \"error\": " + json_quote(m.error) + ",\n \"kernels\": {";
-    size_t k = 0;
-    for (const auto& [name, t] : kernel_totals(m))
-      s += std::string(k++ ? ", " : "") + json_quote(name) + ": {\"level\": \"" + t.level +
-           "\", \"cases\": " + std::to_string(t.cases) + ", \"passed\": " + std::to_string(t.passed) +
-           ", \"failed\": " + std::to_string(t.failed) + ", \"guard_violations\": " +
-           std::to_string(t.guard_violations) + ", \"invariance\": {\"cases\": " + std::to_string(t.i_cases) +
-           ", \"passed\": " + std::to_string(t.i_passed) + ", \"failed\": " + std::to_string(t.i_failed) + "}}";
-    s += "},\n \"not_found\": [";
-    k = 0;
-    for (const auto& name : contract_kernels())
-      if (!m.found.count(name)) s += std::string(k++ ? ", " : "") + json_quote(name);
-    s += "],\n \"suites\": [";
-    for (size_t j = 0; j < m.suites.size(); ++j) {
-      const SuiteRun& su = m.suites[j];
-      const golden::RunInfo run{su.file, "gpu " + m.file.path, "none", r.git_commit, r.ex2_profile_id};
-      s += std::string(j ? "," : "") + "\n  {\"suite\": " + json_quote(su.suite) + ", \"skipped\": {";
-      size_t q = 0;
-      for (const auto& [why, n] : su.skipped) s += std::string(q++ ? ", " : "") + json_quote(why) + ": " + std::to_string(n);
-      s += "}, \"reproducers\": {";
-      q = 0;
-      for (const auto& [c, p] : su.reproducers) s += std::string(q++ ? ", " : "") + json_quote(c) + ": " + json_quote(p);
-      s += "},\n   \"check\": " + golden::report_json(run, su.verdicts);
-      if (!su.tolerance.empty()) s += ",\n   \"tolerance\": " + golden::level_t_json(su.tolerance, r.topt);
-      if (!su.invariance.empty()) s += ",\n   \"invariance\": " + golden::level_i_json(su.invariance);
-      s += "}";
-    }
-    s += "]}";
-  }
-  return s + "\n]\n}\n";
+  Json suites = Json::object();
+  for (const auto& [name, file] : r.suites) suites[name] = file;
+  Json modules = Json::array();
+  for (const ModuleResult& m : r.modules) modules.push_back(module_json(r, m));
+  const Json j = {{"tool", "tqref conform"},
+                  {"version", r.tqref_version},
+                  {"git_commit", r.git_commit},
+                  {"exit_code", exit_code(r)},
+                  {"verdict", verdict_line(r)},
+                  {"command_line", r.command_line},
+                  {"started_utc", r.started_utc},
+                  {"seconds", report::json_number(r.seconds, "%.6f")},
+                  {"device", r.device},
+                  {"arch", r.arch},
+                  {"ex2_profile_id", r.ex2_profile_id},
+                  {"ex2_profile_path", r.ex2_profile_path},
+                  {"ex2_note", r.ex2_note},
+                  {"threshold", report::json_number(r.threshold, "%.9g")},
+                  {"dispatch", r.dispatch},
+                  {"out_of_contract", r.out_of_contract},
+                  {"coverage", coverage_json(r.coverage)},
+                  {"suites", std::move(suites)},
+                  {"modules", std::move(modules)}};
+  return report::json_text(j);
 }
 
 std::string report_junit(const ConformResult& r) {
@@ -297,7 +317,6 @@ std::string report_junit(const ConformResult& r) {
     v.name = m.tag;
     v.kernel = "module";
     v.kind = "module";
-    v.pass = true;
     // Modules without contract kernels (the engine's other kernels) pass: nothing to judge.
     if (!m.load_error.empty() && may_hold_contract_kernels(m.inspection))
       v.error = "cannot be loaded: " + m.load_explanation + "\n" + m.load_error;
@@ -306,20 +325,19 @@ std::string report_junit(const ConformResult& r) {
     v.pass = v.error.empty();
     mods.push_back(std::move(v));
   }
-  std::string body = golden::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods);
+  std::vector<report::JunitSuite> suites{
+      golden::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods)};
   for (const auto& m : r.modules)
     for (const auto& su : m.suites) {
-      body += golden::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
-                                   su.verdicts);
+      suites.push_back(golden::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
+                                            su.verdicts));
       if (su.invariance.empty()) continue;
       std::vector<golden::CaseVerdict> iv;
       for (const auto& l : su.invariance) iv.push_back(golden::level_i_case_verdict(l));
-      body += golden::report_junit({su.file, m.tag + ":" + su.suite + ":I", "none", r.git_commit, r.ex2_profile_id}, iv);
+      suites.push_back(
+          golden::report_junit({su.file, m.tag + ":" + su.suite + ":I", "none", r.git_commit, r.ex2_profile_id}, iv));
     }
-  // Each report_junit document starts with the XML declaration; keep one, around <testsuites>.
-  const std::string decl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  for (size_t at = body.find(decl); at != std::string::npos; at = body.find(decl)) body.erase(at, decl.size());
-  return decl + "<testsuites name=\"tqref-conform\">\n" + body + "</testsuites>\n";
+  return report::junit_text("tqref-conform", suites);
 }
 
 }  // namespace tqref::conform

@@ -4,7 +4,6 @@
 
 #include "judge/anatomy_parts.h"
 #include "judge/hypotheses.h"
-#include "judge/report.h"
 
 namespace tqref::golden {
 
@@ -48,19 +47,21 @@ std::string what_of(const HypothesisReport& h, const std::string& id) {
   return "";
 }
 
-std::string hypotheses_json(const HypothesisReport& h) {
-  std::string j = "{\"unit\":" + json_quote(h.unit) + ",\"compared\":" + std::to_string(h.compared) +
-                  ",\"spec_differing\":" + std::to_string(h.spec_differing) + ",\"scope\":" + json_quote(h.scope) +
-                  ",\"closest\":" + json_quote(h.closest) + ",\"reproduced\":[";
-  for (size_t i = 0; i < h.reproduced.size(); ++i) j += std::string(i ? "," : "") + json_quote(h.reproduced[i]);
-  j += "],\"results\":[";
-  for (size_t i = 0; i < h.results.size(); ++i) {
-    const HypothesisResult& r = h.results[i];
-    j += std::string(i ? "," : "") + "{\"id\":" + json_quote(r.id) + ",\"tested\":" + (r.tested ? "true" : "false") +
-         (r.tested ? ",\"differing\":" + std::to_string(r.differing) + ",\"effect\":" + std::to_string(r.effect)
-                   : ",\"why_not\":" + json_quote(r.why_not)) + "}";
+report::Json hypotheses_json(const HypothesisReport& h) {
+  report::Json results = report::Json::array();
+  for (const HypothesisResult& r : h.results) {
+    report::Json x = {{"id", r.id}, {"tested", r.tested}};
+    if (r.tested) x["differing"] = r.differing, x["effect"] = r.effect;
+    else x["why_not"] = r.why_not;
+    results.push_back(std::move(x));
   }
-  return j + "]}";
+  return {{"unit", h.unit},
+          {"compared", h.compared},
+          {"spec_differing", h.spec_differing},
+          {"scope", h.scope},
+          {"closest", h.closest},
+          {"reproduced", h.reproduced},
+          {"results", std::move(results)}};
 }
 
 // A verdict from a handful of differing elements rests on little: said so, with the count.
@@ -143,9 +144,8 @@ void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, c
     }
   }
   e.sentence = what + ": suspect " + suspect;
-  e.json = "{\"diagnosis\":" + json_quote(e.diagnosis) + ",\"sentence\":" + json_quote(e.sentence) +
-           ",\"verdict\":" + json_quote(e.verdict) + ",\"facts\":" + a.json +
-           (tested ? ",\"hypotheses\":" + hypotheses_json(h) : std::string()) + "}";
+  e.json = {{"diagnosis", e.diagnosis}, {"sentence", e.sentence}, {"verdict", e.verdict}, {"facts", a.json}};
+  if (tested) e.json["hypotheses"] = hypotheses_json(h);
 }
 
 }  // namespace tqref::golden

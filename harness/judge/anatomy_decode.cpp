@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "judge/anatomy_parts.h"
-#include "judge/report.h"
 #include "tqref/decode.h"
 
 namespace tqref::golden {
@@ -263,13 +262,19 @@ AnatomyFacts decode_anatomy(const GoldenCase& c, const CaseResult& r, const Expl
   for (uint32_t k = 0; k < D; ++k)
     if (dim_wrong[k]) dims.push_back(k), lanes.push_back(k / vec);
   lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
-  a.json = "{\"rows\":" + std::to_string(rows.size()) + ",\"rows_wrong\":" + std::to_string(rows_wrong) +
-           ",\"l0_rows_written\":" + std::to_string(l0_written) + ",\"elements_wrong\":" + std::to_string(e.wrong) +
-           ",\"vec\":" + std::to_string(vec) + ",\"dims_wrong\":" + json_quote(ranges_text(dims, 64)) +
-           ",\"lanes_wrong\":" + json_quote(ranges_text(lanes, 64)) + ",\"lengths_wrong\":" +
-           json_quote(ranges_text(lengths_wrong, 64)) + ",\"lengths_exact\":" + json_quote(ranges_text(lengths_exact, 64)) +
-           ",\"nan\":" + std::to_string(e.nan) + ",\"unwritten\":" + std::to_string(e.unwritten) +
-           ",\"single_bit\":" + std::to_string(e.single_bit) + ",\"max_ulp\":" + std::to_string(e.max_ulp) + "}";
+  a.json = {{"rows", rows.size()},
+            {"rows_wrong", rows_wrong},
+            {"l0_rows_written", l0_written},
+            {"elements_wrong", e.wrong},
+            {"vec", vec},
+            {"dims_wrong", ranges_text(dims, 64)},
+            {"lanes_wrong", ranges_text(lanes, 64)},
+            {"lengths_wrong", ranges_text(lengths_wrong, 64)},
+            {"lengths_exact", ranges_text(lengths_exact, 64)},
+            {"nan", e.nan},
+            {"unwritten", e.unwritten},
+            {"single_bit", e.single_bit},
+            {"max_ulp", e.max_ulp}};
   return a;
 }
 

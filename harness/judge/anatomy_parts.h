@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/report_doc.h"
 #include "judge/anatomy.h"
 
 namespace tqref::golden {
@@ -17,7 +18,7 @@ struct AnatomyFacts {
                          // value element shows it; "" otherwise
   bool values_wrong = false;  // any output element / K, code or scale byte of a written row
   bool pools_differ = false;  // writer: any pool byte differs (values or outside the rows)
-  std::string json;      // the facts as a JSON object
+  report::Json json;     // the facts as a JSON object
 };
 
 AnatomyFacts decode_anatomy(const GoldenCase& c, const CaseResult& r, const ExplainOptions& o);

@@ -7,7 +7,6 @@
 
 #include "judge/anatomy_parts.h"
 #include "judge/level_i_variants.h"
-#include "judge/report.h"
 
 namespace tqref::golden {
 
@@ -165,14 +164,19 @@ AnatomyFacts writer_anatomy(const GoldenCase& c, const CaseResult& r) {
   else if (f.k && !f.codes && !f.scales) a.suspect = "the K copy (vector width or key stride)";
   else a.suspect = "the quantizer of docs/spec.md section 4";
   std::vector<uint32_t> groups(f.groups.begin(), f.groups.end());
-  a.json = "{\"written_slots\":" + std::to_string(written.size()) + ",\"wrong_slots\":" +
-           std::to_string(f.wrong_slots.size()) + ",\"k_bytes\":" + std::to_string(f.k) + ",\"code_bytes\":" +
-           std::to_string(f.codes) + ",\"scale_bytes\":" + std::to_string(f.scales) + ",\"scale_one_code\":" +
-           std::to_string(f.scale_one_code) + ",\"single_bit\":" + std::to_string(f.single_bit) +
-           ",\"unwritten_slots\":" + json_quote(slots_text(f.unwritten)) + ",\"groups_wrong\":" + json_quote(ranges_text(groups, 64)) + ",\"slots_wrong\":" +
-           json_quote(slots_text(f.wrong_slots)) + ",\"outside_bytes\":" + std::to_string(f.outside) +
-           ",\"outside_slots\":" + json_quote(slots_text(f.outside_slots)) + ",\"padding_bytes\":" +
-           std::to_string(f.padding) + "}";
+  a.json = {{"written_slots", written.size()},
+            {"wrong_slots", f.wrong_slots.size()},
+            {"k_bytes", f.k},
+            {"code_bytes", f.codes},
+            {"scale_bytes", f.scales},
+            {"scale_one_code", f.scale_one_code},
+            {"single_bit", f.single_bit},
+            {"unwritten_slots", slots_text(f.unwritten)},
+            {"groups_wrong", ranges_text(groups, 64)},
+            {"slots_wrong", slots_text(f.wrong_slots)},
+            {"outside_bytes", f.outside},
+            {"outside_slots", slots_text(f.outside_slots)},
+            {"padding_bytes", f.padding}};
   return a;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/golden_case.h"
+#include "io/report_doc.h"
 #include "judge/backend.h"
 
 namespace tqref::golden {
@@ -44,7 +45,7 @@ struct Explanation {
   // scale-one-code>", "structural:<category>", "closest:<id>", "invariance:<property>",
   // "unexplained".
   std::string diagnosis;
-  std::string json;       // the facts and every hypothesis score, a JSON object ("" = none)
+  report::Json json;      // the facts and every hypothesis score, a JSON object (null = none)
 };
 
 struct CaseVerdict {

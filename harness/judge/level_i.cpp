@@ -7,7 +7,6 @@
 #include <set>
 
 #include "judge/level_i_variants.h"
-#include "judge/report.h"
 
 namespace tqref::golden {
 
@@ -349,24 +348,28 @@ std::string level_i_text(const LevelIVerdict& l) {
   return t;
 }
 
-std::string level_i_json(const std::vector<LevelIVerdict>& vs) {
-  std::string j = "{\"level\":\"I\",\"cases\":[";
-  for (size_t i = 0; i < vs.size(); ++i) {
-    const LevelIVerdict& l = vs[i];
-    j += std::string(i ? "," : "") + "\n{\"name\":" + json_quote(l.name) + ",\"kernel\":" + json_quote(l.kernel) +
-         ",\"pass\":" + (l.pass ? "true" : "false") + ",\"error\":" + json_quote(l.error) +
-         ",\"sentence\":" + json_quote(l.sentence) + ",\"diagnosis\":" + json_quote(l.diagnosis) +
-         ",\"seconds\":" + std::to_string(l.seconds) + ",\"checks\":[";
-    for (size_t k = 0; k < l.checks.size(); ++k) {
-      const InvarianceCheck& c = l.checks[k];
-      j += std::string(k ? "," : "") + "{\"property\":" + json_quote(c.property) + ",\"variant\":" +
-           json_quote(c.variant) + ",\"pass\":" + (c.pass ? "true" : "false") + ",\"error\":" +
-           json_quote(c.error) + ",\"compared\":" + std::to_string(c.compared) + ",\"differing\":" +
-           std::to_string(c.differing) + ",\"detail\":" + json_quote(c.detail) + "}";
-    }
-    j += "]}";
+report::Json level_i_json(const std::vector<LevelIVerdict>& vs) {
+  report::Json cases = report::Json::array();
+  for (const LevelIVerdict& l : vs) {
+    report::Json checks = report::Json::array();
+    for (const InvarianceCheck& c : l.checks)
+      checks.push_back({{"property", c.property},
+                        {"variant", c.variant},
+                        {"pass", c.pass},
+                        {"error", c.error},
+                        {"compared", c.compared},
+                        {"differing", c.differing},
+                        {"detail", c.detail}});
+    cases.push_back({{"name", l.name},
+                     {"kernel", l.kernel},
+                     {"pass", l.pass},
+                     {"error", l.error},
+                     {"sentence", l.sentence},
+                     {"diagnosis", l.diagnosis},
+                     {"seconds", report::json_number(l.seconds, "%.6f")},
+                     {"checks", std::move(checks)}});
   }
-  return j + "\n]}\n";
+  return {{"level", "I"}, {"cases", std::move(cases)}};
 }
 
 }  // namespace tqref::golden

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "judge/backend.h"
+#include "io/report_doc.h"
 #include "judge/compare.h"
 
 namespace tqref::golden {
@@ -65,6 +66,6 @@ CaseVerdict level_i_case_verdict(const LevelIVerdict& v);
 // Terminal lines: one per case, and per failing variant its detail.
 std::string level_i_text(const LevelIVerdict& v);
 // {"level":"I","cases":[{name, pass, checks:[...], sentence, diagnosis}]}
-std::string level_i_json(const std::vector<LevelIVerdict>& vs);
+report::Json level_i_json(const std::vector<LevelIVerdict>& vs);
 
 }  // namespace tqref::golden

@@ -76,27 +76,10 @@ double max_abs_v(const GoldenCase& c, uint32_t s, uint32_t pos, uint32_t kvh, bo
   return mx;
 }
 
-std::string num(double x) {
-  if (!std::isfinite(x)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", x);
-  return b;
-}
+report::Json num(double x) { return report::json_number(x, "%.6g"); }
 
-std::string dist_json(const ErrorDist& d) {
-  return "{\"n\":" + std::to_string(d.n) + ",\"p50\":" + num(d.p50) + ",\"p90\":" + num(d.p90) +
-         ",\"p99\":" + num(d.p99) + ",\"max\":" + num(d.max) + "}";
-}
-
-std::string json_str(const std::string& s) {
-  std::string r = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') r += '\\', r += ch;
-    else if (ch == '\n') r += "\\n";
-    else if (static_cast<unsigned char>(ch) < 0x20) r += ' ';
-    else r += ch;
-  }
-  return r + "\"";
+report::Json dist_json(const ErrorDist& d) {
+  return {{"n", d.n}, {"p50", num(d.p50)}, {"p90", num(d.p90)}, {"p99", num(d.p99)}, {"max", num(d.max)}};
 }
 
 }  // namespace
@@ -286,42 +269,41 @@ std::string level_t_text(const LevelTVerdict& t) {
   return r;
 }
 
-std::string level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o) {
-  std::string j = "{\"level\":\"T\",\"options\":{\"margin\":" + num(o.margin) +
-                  ",\"tol_ulps\":" + num(o.tol_ulps) + ",\"tol_row\":" + num(o.tol_row) + "},\"cases\":[";
-  for (size_t k = 0; k < ts.size(); ++k) {
-    const LevelTVerdict& t = ts[k];
-    j += k ? "," : "";
-    j += "{\"name\":" + json_str(t.name) + ",\"kernel\":" + json_str(t.kernel) +
-         ",\"pass\":" + (t.pass ? "true" : "false") + ",\"error\":" + json_str(t.error) +
-         ",\"note\":" + json_str(t.note) + ",\"elements\":" + std::to_string(t.elements) +
-         ",\"over_tolerance\":" + std::to_string(t.over_tolerance) +
-         ",\"nonfinite_mismatch\":" + std::to_string(t.nan_mismatch) +
-         ",\"rows_flip_onto_poisoned_v\":" + std::to_string(t.rows_flip_poisoned) +
-         ",\"against_reference\":" + (t.against_reference ? "true" : "false") +
-         ",\"differing_from_model\":" + std::to_string(t.differing_from_model) +
-         ",\"worst\":" + json_str(t.worst) + ",\"structural\":{";
-    bool first = true;
-    for (const auto& [cat, n] : t.structural) {
-      j += (first ? "" : ",") + json_str(cat) + ":" + std::to_string(n);
-      first = false;
-    }
-    j += "},\"ulp_vs_model\":" + dist_json(t.ulp_vs_model) +
-         ",\"row_rel_vs_model\":" + dist_json(t.row_vs_model) +
-         ",\"row_rel_vs_ref_dequantised\":" + dist_json(t.row_vs_ref_dequantised) +
-         ",\"row_rel_vs_ref_unquantised\":" + dist_json(t.row_vs_ref_unquantised) +
-         ",\"model_row_rel_vs_ref_dequantised\":" + dist_json(t.model_row_vs_ref_dequantised) +
-         ",\"flip_candidates\":" + std::to_string(t.flip_candidates) + ",\"first_flips\":[";
-    for (size_t i = 0; i < t.first_flips.size(); ++i) {
-      const FlipCandidate& f = t.first_flips[i];
-      j += (i ? "," : "") + std::string("{\"seq\":") + std::to_string(f.seq) + ",\"qhead\":" +
-           std::to_string(f.qhead) + ",\"pos\":" + std::to_string(f.pos) + ",\"skipped_by_model\":" +
-           (f.skipped_by_model ? "true" : "false") + ",\"v_poisoned\":" + (f.v_poisoned ? "true" : "false") +
-           ",\"max_abs_v\":" + num(f.max_abs_v) + "}";
-    }
-    j += "]}";
+report::Json level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o) {
+  report::Json cases = report::Json::array();
+  for (const LevelTVerdict& t : ts) {
+    report::Json flips = report::Json::array();
+    for (const FlipCandidate& f : t.first_flips)
+      flips.push_back({{"seq", f.seq},
+                       {"qhead", f.qhead},
+                       {"pos", f.pos},
+                       {"skipped_by_model", f.skipped_by_model},
+                       {"v_poisoned", f.v_poisoned},
+                       {"max_abs_v", num(f.max_abs_v)}});
+    cases.push_back({{"name", t.name},
+                     {"kernel", t.kernel},
+                     {"pass", t.pass},
+                     {"error", t.error},
+                     {"note", t.note},
+                     {"elements", t.elements},
+                     {"over_tolerance", t.over_tolerance},
+                     {"nonfinite_mismatch", t.nan_mismatch},
+                     {"rows_flip_onto_poisoned_v", t.rows_flip_poisoned},
+                     {"against_reference", t.against_reference},
+                     {"differing_from_model", t.differing_from_model},
+                     {"worst", t.worst},
+                     {"structural", t.structural},
+                     {"ulp_vs_model", dist_json(t.ulp_vs_model)},
+                     {"row_rel_vs_model", dist_json(t.row_vs_model)},
+                     {"row_rel_vs_ref_dequantised", dist_json(t.row_vs_ref_dequantised)},
+                     {"row_rel_vs_ref_unquantised", dist_json(t.row_vs_ref_unquantised)},
+                     {"model_row_rel_vs_ref_dequantised", dist_json(t.model_row_vs_ref_dequantised)},
+                     {"flip_candidates", t.flip_candidates},
+                     {"first_flips", std::move(flips)}});
   }
-  return j + "]}\n";
+  return {{"level", "T"},
+          {"options", {{"margin", num(o.margin)}, {"tol_ulps", num(o.tol_ulps)}, {"tol_row", num(o.tol_row)}}},
+          {"cases", std::move(cases)}};
 }
 
 }  // namespace tqref::golden

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "judge/backend.h"
+#include "io/report_doc.h"
 #include "judge/compare.h"
 #include "tqref/ex2.h"
 
@@ -83,6 +84,6 @@ CaseVerdict level_t_case_verdict(const LevelTVerdict& t);
 // Terminal lines: one summary line per case and, if it fails, why.
 std::string level_t_text(const LevelTVerdict& t);
 // {"level":"T","options":{...},"cases":[...]} with every distribution.
-std::string level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o);
+report::Json level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o);
 
 }  // namespace tqref::golden

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "io/report_doc.h"
 #include "judge/compare.h"
 
 namespace tqref::golden {
@@ -12,17 +13,14 @@ struct RunInfo {
   std::string file, backend, inject, git_commit, ex2_profile_id;
 };
 
-std::string report_json(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
-std::string report_junit(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
+// Written as text by report::json_text / report::junit_text (io/report_doc.h), or nested in a
+// larger report (`tqref conform`, `--level T/I`).
+report::Json report_json(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
+report::JunitSuite report_junit(const RunInfo& run, const std::vector<CaseVerdict>& verdicts);
 // Lines for the terminal: one per failing case with its categories, first mismatches and the
 // failure anatomy.
 std::string report_text(const CaseVerdict& v, size_t max_lines);
 // The anatomy lines of report_text ("    anatomy: ...", "    hypotheses: ..."); "" when empty.
 std::string explanation_text(const Explanation& e);
-
-// A JSON string literal (quotes included), and XML attribute/text escaping, as the reports above
-// write them (for other reports built around these, e.g. `tqref conform`).
-std::string json_quote(const std::string& s);
-std::string xml_escape(const std::string& s);
 
 }  // namespace tqref::golden

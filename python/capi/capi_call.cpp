@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "io/ex2_profile_io.h"
-#include "judge/report.h"
+#include "io/report_doc.h"
 #include "io/hdf5_util.h"
 
 namespace tqref::capi {
@@ -134,19 +134,17 @@ int dtype_code(golden::ElemType t) {
   return 0;
 }
 
+// Written by hand, not through report::Json: NaN and +-Infinity go out as the tokens Python's json
+// reads (a case attribute may hold them), which a strict JSON writer turns into null.
 std::string attr_json(const golden::CaseAttrValue& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return golden::json_quote(*s);
+  if (const auto* s = std::get_if<std::string>(&v)) return report::json_line(*s);
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v)) {
-    if (std::isnan(*d)) return "NaN";  // Python's json reads these tokens
+    if (std::isnan(*d)) return "NaN";
     if (std::isinf(*d)) return *d > 0 ? "Infinity" : "-Infinity";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", *d);  // round-trips a binary64
-    return buf;
+    return report::json_line(*d);  // the shortest text that round-trips a binary64
   }
-  std::string r = "[";
-  for (int64_t x : std::get<std::vector<int64_t>>(v)) r += std::string(r.size() > 1 ? "," : "") + std::to_string(x);
-  return r + "]";
+  return report::json_line(std::get<std::vector<int64_t>>(v));
 }
 
 }  // namespace
@@ -161,11 +159,11 @@ void index_case(tqref_case& h, const std::vector<golden::CaseAttr>* attrs) {
     if (n == d.count) h.arrays.push_back({d.group + "/" + d.name, dtype_code(d.type), d.shape, d.data, d.encoding});
   }
   h.launch = golden::launch_buffers(h.c);
-  std::string j = "{\"name\":" + golden::json_quote(h.c.name);
+  std::string j = "{\"name\":" + report::json_line(h.c.name);
   const std::vector<golden::CaseAttr> own = attrs ? std::vector<golden::CaseAttr>{} : golden::case_attributes(h.c);
   for (const golden::CaseAttr& a : attrs ? *attrs : own) {
     j += ',';
-    j += golden::json_quote(a.name);
+    j += report::json_line(a.name);
     j += ':';
     j += attr_json(a.value);
   }

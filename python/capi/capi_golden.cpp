@@ -11,9 +11,9 @@
 #include "io/case_checks.h"
 #include "cases/finish_decode.h"
 #include "io/data_dir.h"
+#include "io/report_doc.h"
 #include "judge/backend.h"
 #include "judge/ex2_for_file.h"
-#include "judge/report.h"
 #include "tqref/build_info.h"
 #include "tqref/contract.h"
 #include "tqref/reference.h"
@@ -21,19 +21,22 @@
 using namespace tqref;
 using tqref::capi::c_call;
 using tqref::capi::require;
-using tqref::golden::json_quote;
 
 namespace {
 
-std::string provenance_json(const golden::Provenance& p) {
-  return "{\"schema_version\":" + std::to_string(p.schema_version) +
-         ",\"tqref_version\":" + json_quote(p.tqref_version) +
-         ",\"git_commit\":" + json_quote(p.git_commit) + ",\"seed\":" + std::to_string(p.seed) +
-         ",\"rng\":" + json_quote(p.rng) + ",\"threshold\":" + std::to_string(p.threshold) +
-         ",\"ex2_profile_id\":" + json_quote(p.ex2_profile_id) +
-         ",\"command_line\":" + json_quote(p.command_line) + ",\"suite\":" + json_quote(p.suite) +
-         ",\"shard\":" + json_quote(p.shard) + ",\"config_yaml\":" + json_quote(p.config_yaml) +
-         ",\"reproducer_of\":" + json_quote(p.reproducer_of) + "}";
+report::Json provenance_json(const golden::Provenance& p) {
+  return {{"schema_version", p.schema_version},
+          {"tqref_version", p.tqref_version},
+          {"git_commit", p.git_commit},
+          {"seed", p.seed},
+          {"rng", p.rng},
+          {"threshold", report::json_number(p.threshold, "%f")},
+          {"ex2_profile_id", p.ex2_profile_id},
+          {"command_line", p.command_line},
+          {"suite", p.suite},
+          {"shard", p.shard},
+          {"config_yaml", p.config_yaml},
+          {"reproducer_of", p.reproducer_of}};
 }
 
 template <class T>
@@ -123,10 +126,7 @@ int tqref_find_suite(const char* item, char** json) {
       std::error_code ec;
       if (found.empty() && std::filesystem::is_regular_file(p, ec)) found = p;
     }
-    std::string j = "{\"name\":" + json_quote(s) + ",\"path\":" + json_quote(found) +
-                    ",\"looked_in\":[";
-    for (size_t i = 0; i < looked.size(); ++i) j += std::string(i ? "," : "") + json_quote(looked[i]);
-    *json = capi::c_string(j + "]}");
+    *json = capi::c_string(report::json_line({{"name", s}, {"path", found}, {"looked_in", looked}}));
   });
 }
 
@@ -149,17 +149,17 @@ int tqref_golden_info(const tqref_file* f, char** json) {
     require(json, "json");
     std::lock_guard<std::mutex> lock(capi::hdf5_lock());
     const h5::Node cases = f->root.group("cases");
-    std::string j = "{\"path\":" + json_quote(f->path) + ",\"provenance\":" +
-                    provenance_json(f->prov) + ",\"cases\":[";
-    for (size_t i = 0; i < f->case_names.size(); ++i) {
-      const h5::Node g = cases.group(f->case_names[i]);
-      j += std::string(i ? "," : "") + "{\"name\":" + json_quote(f->case_names[i]) +
-           ",\"kind\":" + json_quote(g.attr_string("kind")) +
-           ",\"format\":" + json_quote(g.attr_string("format")) +
-           ",\"kernel\":" + json_quote(g.attr_string("kernel")) +
-           ",\"hdim\":" + std::to_string(g.attr_int("hdim")) + "}";
+    report::Json list = report::Json::array();
+    for (const std::string& name : f->case_names) {
+      const h5::Node g = cases.group(name);
+      list.push_back({{"name", name},
+                      {"kind", g.attr_string("kind")},
+                      {"format", g.attr_string("format")},
+                      {"kernel", g.attr_string("kernel")},
+                      {"hdim", g.attr_int("hdim")}});
     }
-    *json = capi::c_string(j + "]}");
+    *json = capi::c_string(
+        report::json_line({{"path", f->path}, {"provenance", provenance_json(f->prov)}, {"cases", std::move(list)}}));
   });
 }
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "capi_call.h"
-#include "judge/report.h"
+#include "io/report_doc.h"
 #include "tqref/build_info.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
@@ -14,12 +14,12 @@ extern "C" {
 int tqref_abi_version(void) { return TQREF_C_ABI_VERSION; }
 
 const char* tqref_build_info(void) {
-  static const std::string info = "{\"abi\":" + std::to_string(TQREF_C_ABI_VERSION) +
-                                  ",\"version\":" + tqref::golden::json_quote(tqref::kVersion) +
-                                  ",\"git_commit\":" + tqref::golden::json_quote(tqref::kGitCommit) +
-                                  ",\"openmp_threads\":" + std::to_string(omp_get_max_threads()) +
-                                  ",\"sparse_v_threshold_bits\":" +
-                                  std::to_string(tqref::f32_bits(tqref::kSparseVThreshold)) + "}";
+  static const std::string info =
+      tqref::report::json_line({{"abi", TQREF_C_ABI_VERSION},
+                                {"version", tqref::kVersion},
+                                {"git_commit", tqref::kGitCommit},
+                                {"openmp_threads", omp_get_max_threads()},
+                                {"sparse_v_threshold_bits", tqref::f32_bits(tqref::kSparseVThreshold)}});
   return info.c_str();
 }
 

@@ -63,14 +63,7 @@ golden::CaseResult result_of(const tqref_case& h, int n, const char* const* name
 }
 
 // The verdict's entry of report_json (one case), without the run header.
-std::string verdict_json(const golden::CaseVerdict& v) {
-  const std::string run = golden::report_json({}, {v});
-  const size_t a = run.find("\"results\": [");
-  const size_t b = run.rfind(']');
-  if (a == std::string::npos || b == std::string::npos || b < a)
-    throw std::logic_error("report_json: unexpected layout");
-  return run.substr(a + 12, b - a - 12);
-}
+report::Json verdict_json(const golden::CaseVerdict& v) { return golden::report_json({}, {v})["results"][0]; }
 
 // A backend whose launches are made by the caller's callback (a Python kernel): each variant of
 // level I is handed over as a case and comes back as the buffers the kernel left.
@@ -123,11 +116,9 @@ int tqref_judge_level_i(const tqref_case* c, tqref_launch_fn launch, void* user,
     require(json, "json");
     CallbackBackend backend(launch, user);
     const golden::LevelIVerdict v = golden::judge_level_i(c->c, backend, golden::LevelIOptions{});
-    const std::string cases = golden::level_i_json({v});
-    const size_t a = cases.find("\n{"), b = cases.rfind("\n]}");
-    *json = capi::c_string("{\"verdict\":" + verdict_json(golden::level_i_case_verdict(v)) +
-                           ",\"text\":" + golden::json_quote(golden::level_i_text(v)) +
-                           ",\"level_i\":" + cases.substr(a + 1, b - a - 1) + "}");
+    *json = capi::c_string(report::json_line({{"verdict", verdict_json(golden::level_i_case_verdict(v))},
+                                              {"text", golden::level_i_text(v)},
+                                              {"level_i", golden::level_i_json({v})["cases"][0]}}));
   });
 }
 
@@ -155,15 +146,14 @@ int tqref_judge(tqref_case* c, int level_t, int n, const char* const* names,
     golden::GoldenCase copy = c->c;
     const golden::JudgedCase j = golden::run_and_judge(copy, backend, src, file_ex2 ? &file_ex2->profile : nullptr,
                                                        level_t != 0, o);
-    std::string r = "{\"verdict\":" + verdict_json(j.verdict) + ",\"text\":";
-    if (j.tolerance) {
-      r += golden::json_quote(golden::level_t_text(*j.tolerance));
-      const std::string t = golden::level_t_json({*j.tolerance}, o);
-      r += ",\"level_t\":" + t + "}";
-    } else {
-      r += golden::json_quote(golden::report_text(j.verdict, golden::kMaxListed)) + ",\"level_t\":null}";
-    }
-    *json = capi::c_string(r);
+    const report::Json r =
+        j.tolerance ? report::Json{{"verdict", verdict_json(j.verdict)},
+                                   {"text", golden::level_t_text(*j.tolerance)},
+                                   {"level_t", golden::level_t_json({*j.tolerance}, o)}}
+                    : report::Json{{"verdict", verdict_json(j.verdict)},
+                                   {"text", golden::report_text(j.verdict, golden::kMaxListed)},
+                                   {"level_t", nullptr}};
+    *json = capi::c_string(report::json_line(r));
   });
 }
 
