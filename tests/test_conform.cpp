@@ -541,6 +541,25 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(xml.find("cannot be loaded: built for sm_121") != std::string::npos);
 }
 
+// Would catch: a coverage summary ("what this run could have seen") that is dropped from either
+// report, miscounted or loses its blind entries; and one printed when it was not computed.
+BOOST_AUTO_TEST_CASE(coverage_in_the_reports) {
+  ConformResult r = synthetic();
+  BOOST_TEST(report_markdown(r, 8).find("What this run could have seen") == std::string::npos);
+  r.coverage = {459, 462, {"paged_decode_attn_bf16k_turbo2v HDIM 128: fma:batch-l"}};
+  const std::string md = report_markdown(r, 8);
+  BOOST_TEST(md.find("## What this run could have seen") != std::string::npos);
+  BOOST_TEST(md.find(": 459 of 462 coverage entries") != std::string::npos, md);
+  BOOST_TEST(md.find("- paged_decode_attn_bf16k_turbo2v HDIM 128: fma:batch-l\n") != std::string::npos);
+  namespace pt = boost::property_tree;
+  pt::ptree j;
+  std::istringstream js(report_json(r));
+  BOOST_CHECK_NO_THROW(pt::read_json(js, j));
+  BOOST_TEST(j.get<int>("coverage.observable") == 459);
+  BOOST_TEST(j.get<int>("coverage.total") == 462);
+  BOOST_TEST(j.get_child("coverage.blind").size() == 1u);
+}
+
 // Would catch: a zero exit while something failed (level I included), faulted or was not
 // checked; the wrong order when several apply (a fault outranks a mismatch, which outranks a
 // module problem).

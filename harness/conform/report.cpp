@@ -94,6 +94,21 @@ std::string module_header_md(const ModuleResult& m) {
   return s + "\n";
 }
 
+// "What this run could have seen" (judge/coverage.h): N of M and every blind entry; "" when
+// coverage was not computed.
+std::string coverage_md(const RunCoverage& c) {
+  if (!c.total) return "";
+  std::string s = "## What this run could have seen\n\n`tqref coverage` over the suites "
+                  "(docs/variants.md): " + std::to_string(c.observable) + " of " +
+                  std::to_string(c.total) +
+                  " coverage entries (rounding steps one step off, variants of the contract) "
+                  "change some case of these suites.";
+  if (c.blind.empty()) return s + " No blind spot.\n\n";
+  s += " Blind spots (no case of these suites would fail a kernel that differs only so):\n\n";
+  for (const std::string& b : c.blind) s += "- " + b + "\n";
+  return s + "\n";
+}
+
 }  // namespace
 
 std::string replay_command(const ConformResult& r, const ModuleResult& m, const std::string& reproducer,
@@ -132,18 +147,7 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
        "failure carries an anatomy sentence and a hypothesis verdict "
        "(docs/conform-guide.md, section 6).\n\n";
 
-  if (r.coverage.total) {
-    s += "## What this run could have seen\n\n`tqref coverage` over the suites (docs/variants.md): " +
-         std::to_string(r.coverage.observable) + " of " + std::to_string(r.coverage.total) +
-         " coverage entries (rounding steps one step off, variants of the contract) change some "
-         "case of these suites.";
-    if (r.coverage.blind.empty()) s += " No blind spot.\n\n";
-    else {
-      s += " Blind spots (no case of these suites would fail a kernel that differs only so):\n\n";
-      for (const std::string& b : r.coverage.blind) s += "- " + b + "\n";
-      s += "\n";
-    }
-  }
+  s += coverage_md(r.coverage);
   s += "## Kernels\n\n| module | kernel | level | cases | passed | failed | skipped | guard violations | I | verdict |\n"
        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   std::set<std::string> anywhere;
