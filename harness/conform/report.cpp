@@ -94,6 +94,28 @@ std::string module_header_md(const ModuleResult& m) {
   return s + "\n";
 }
 
+// "## Modules": each module's header, its suites' counts and skips, and its pin across cases.
+std::string modules_md(const ConformResult& r) {
+  std::string s;
+  for (const auto& m : r.modules) {
+    s += module_header_md(m);
+    for (const auto& su : m.suites) {
+      size_t failed = 0;
+      for (const auto& v : su.verdicts) failed += !v.pass;
+      size_t i_failed = 0;
+      for (const auto& v : su.invariance) i_failed += !v.pass;
+      s += "- suite **" + su.suite + "**: " + std::to_string(su.verdicts.size()) + " cases run, " +
+           std::to_string(su.verdicts.size() - failed) + " passed, " + std::to_string(failed) + " failed" +
+           (su.invariance.empty() ? "" : "; level I: " + std::to_string(su.invariance.size() - i_failed) + " of " +
+                                             std::to_string(su.invariance.size()) + " invariant") + "\n";
+      for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
+    }
+    if (!m.pin.empty()) s += "- across the module: " + m.pin + "\n";
+    s += "\n";
+  }
+  return s;
+}
+
 // "What this run could have seen" (judge/coverage.h): N of M and every blind entry; "" when
 // coverage was not computed.
 std::string coverage_md(const RunCoverage& c) {
@@ -169,23 +191,7 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
     if (!anywhere.count(k)) never += (never.empty() ? "" : ", ") + k;
   if (!never.empty()) s += "\nNot found in any loaded module: " + never + ".\n";
 
-  s += "\n## Modules\n\n";
-  for (const auto& m : r.modules) {
-    s += module_header_md(m);
-    for (const auto& su : m.suites) {
-      size_t failed = 0;
-      for (const auto& v : su.verdicts) failed += !v.pass;
-      size_t i_failed = 0;
-      for (const auto& v : su.invariance) i_failed += !v.pass;
-      s += "- suite **" + su.suite + "**: " + std::to_string(su.verdicts.size()) + " cases run, " +
-           std::to_string(su.verdicts.size() - failed) + " passed, " + std::to_string(failed) + " failed" +
-           (su.invariance.empty() ? "" : "; level I: " + std::to_string(su.invariance.size() - i_failed) + " of " +
-                                             std::to_string(su.invariance.size()) + " invariant") + "\n";
-      for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
-    }
-    if (!m.pin.empty()) s += "- across the module: " + m.pin + "\n";
-    s += "\n";
-  }
+  s += "\n## Modules\n\n" + modules_md(r);
 
   bool any_failure = false;
   for (const auto& m : r.modules)
