@@ -161,7 +161,9 @@ if lib.tqref_abi_version() != ABI_VERSION:
     raise ImportError(f"tqref: {path} has C ABI version {lib.tqref_abi_version()}; this package "
                       f"needs {ABI_VERSION} (rebuild the library from this checkout)")
 
-_STATUS = {1: BadArgument, 2: BadFile}
+# enum tqref_status (capi/tqref_c.h): 0 ok, then the failures.
+BAD_ARGUMENT, BAD_FILE = 1, 2
+_STATUS = {BAD_ARGUMENT: BadArgument, BAD_FILE: BadFile}
 
 
 def check(status):

@@ -39,8 +39,12 @@ class Format:
 
 
 def _read(index):
+    """The row of format code `index`; None for the first code past the end of the table."""
     t = _lib.FormatTraits()
-    _lib.check(_lib.lib.tqref_format_traits_get(index, ctypes.byref(t)))
+    status = _lib.lib.tqref_format_traits_get(index, ctypes.byref(t))
+    if status == _lib.BAD_ARGUMENT and index > 0:
+        return None
+    _lib.check(status)
     L = t.levels
     def arr(c, n, dt):
         a = np.array(c[:n], dtype=dt)
@@ -51,7 +55,17 @@ def _read(index):
                   arr(t.codebook_fp16, L, np.uint16))
 
 
-FORMATS = tuple(_read(i) for i in range(3))
+def _read_all():
+    # kFormats (model/tqref/format.h) is the one list of formats. The C ABI gives its rows by
+    # code 0, 1, ... and refuses the first code past its end as a bad argument, so reading up to
+    # that refusal yields the table without its length restated here.
+    rows = []
+    while (f := _read(len(rows))) is not None:
+        rows.append(f)
+    return tuple(rows)
+
+
+FORMATS = _read_all()
 _BY_NAME = {f.name: f for f in FORMATS}
 
 
