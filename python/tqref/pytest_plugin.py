@@ -23,6 +23,7 @@ A five-line engine test (docs/python.md):
 import pytest
 
 from . import golden
+from .formats import FORMATS
 
 _FIXTURES = {"tqref_case": None, "tqref_writer_case": "writer", "tqref_decode_case": "decode"}
 
@@ -31,7 +32,8 @@ def pytest_addoption(parser):
     g = parser.getgroup("tqref", "golden cases of tqref (docs/python.md)")
     g.addoption("--tqref-suite", default="smoke",
                 help="golden suites: smoke, standard, real, models or PATH.h5, comma-separated")
-    g.addoption("--tqref-format", default=None, help="formats to keep (turbo2v,turbo3v,turbo4v)")
+    g.addoption("--tqref-format", default=None,
+                help="formats to keep, comma-separated: " + ",".join(f.name for f in FORMATS))
     g.addoption("--tqref-hdim", default=None, type=int, help="decode cases of this HDIM only")
     g.addoption("--tqref-case", default=None, help="cases whose name contains this")
     g.addoption("--tqref-device", default="cpu", help="tqref_device fixture: a torch device or numpy")
