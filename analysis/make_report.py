@@ -18,12 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from studylib import check_finite, fmt, load_results, md_table, pct, thr_label  # noqa: E402
+from studylib import check_finite, fmt, load_results, md_table, pct, study_formats  # noqa: E402
 import report_decode  # noqa: E402
 
-FORMATS = ["turbo2v", "turbo3v", "turbo4v"]
-BITS = {"turbo2v": 2, "turbo3v": 3, "turbo4v": 4}
-COLORS = {"turbo2v": "tab:red", "turbo3v": "tab:orange", "turbo4v": "tab:blue"}
 DISTS = ["gaussian", "laplace", "student_t5", "student_t3", "outlier_channels"]
 DPI = 80
 
@@ -38,12 +35,13 @@ def savefig(fig, out, name):
 
 # ---- study 1: theory ------------------------------------------------------------------------
 def theory_section(T, out, facts):
+    formats, bits, colors = study_formats(T)
     th = T["theory"]
     q = lambda f, name: th.one("value", format=f, quantity=name)  # noqa: E731
     rows = []
-    for f in FORMATS:
+    for f in formats:
         lm, spec = q(f, "exact_lloyd_max"), q(f, "spec_codebook_spec_bounds")
-        rows.append([f, BITS[f], fmt(lm, 7), fmt(q(f, "spec_quoted_lloyd_max"), 6), fmt(spec, 7),
+        rows.append([f, bits[f], fmt(lm, 7), fmt(q(f, "spec_quoted_lloyd_max"), 6), fmt(spec, 7),
                      f"{(spec / lm - 1) * 1e6:+.2f} ppm",
                      f"{(q(f, 'spec_codebook_exact_midpoints') / lm - 1) * 1e6:+.2f} ppm",
                      f"{(q(f, 'spec_fp16_codebook_spec_bounds') / lm - 1) * 1e6:+.2f} ppm",
@@ -59,7 +57,7 @@ def theory_section(T, out, facts):
                       "TurboQuant lower 4^-b", "TurboQuant upper 2.72*4^-b", "Lloyd iterations"], rows)
     lv = T["lloyd_max_levels"]
     worst, not_rounded = [], []
-    for f in FORMATS:
+    for f in formats:
         t = lv.where(format=f)
         lvl = t["kind"] == "level"
         d = np.abs(t["spec"][lvl] - t["exact"][lvl])
@@ -81,30 +79,30 @@ def theory_section(T, out, facts):
     # Figure: distortion per bit against the bounds, plus the measured Gaussian writer error.
     vq = T["vq_mse"]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    b = np.array([2, 3, 4])
-    ax.semilogy(b, [q(f, "turboquant_upper") for f in FORMATS], "k--", label="TurboQuant upper sqrt(3)pi/2 4^-b")
-    ax.semilogy(b, [q(f, "turboquant_lower") for f in FORMATS], "k:", label="lower bound 4^-b")
-    ax.semilogy(b, [q(f, "exact_lloyd_max") for f in FORMATS], "o-", color="tab:green", label="exact Lloyd-Max (integral)")
-    ax.semilogy(b, [vq.one("nmse", source="gaussian", format=f, variant="spec/oracle", rotation="none") for f in FORMATS],
+    b = np.array([bits[f] for f in formats])
+    ax.semilogy(b, [q(f, "turboquant_upper") for f in formats], "k--", label="TurboQuant upper sqrt(3)pi/2 4^-b")
+    ax.semilogy(b, [q(f, "turboquant_lower") for f in formats], "k:", label="lower bound 4^-b")
+    ax.semilogy(b, [q(f, "exact_lloyd_max") for f in formats], "o-", color="tab:green", label="exact Lloyd-Max (integral)")
+    ax.semilogy(b, [vq.one("nmse", source="gaussian", format=f, variant="spec/oracle", rotation="none") for f in formats],
                 "x", color="tab:green", ms=10, label="SPEC codebook, known sigma (Monte Carlo)")
-    ax.semilogy(b + 0.5, [vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none") for f in FORMATS],
+    ax.semilogy(b + 0.5, [vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none") for f in formats],
                 "s-", color="tab:purple", label="Turbo-V writer, Gaussian, at its rate b + 0.5")
-    ax.semilogy(b + 0.5, [q(f, "exact_lloyd_max") * 4 ** -0.5 for f in FORMATS], "^:", color="tab:gray",
+    ax.semilogy(b + 0.5, [q(f, "exact_lloyd_max") * 4 ** -0.5 for f in formats], "^:", color="tab:gray",
                 label="Lloyd-Max x 4^-0.5 (rate b + 0.5)")
     ax.set_xlabel("bits per value (codes; + 0.5 for the writer's fp8 scale)")
     ax.set_ylabel("MSE / variance")
-    ax.set_xticks([2, 2.5, 3, 3.5, 4, 4.5])
+    ax.set_xticks(np.union1d(b, b + 0.5))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig1 = savefig(fig, out, "fig_theory.png")
     # Figure: scale mismatch curve.
     mm = T["scale_mismatch"]
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for f in FORMATS:
+    for f in formats:
         t = mm.where(format=f, codebook="spec")
-        ax.loglog(t["sigma_ratio"], t["nmse"], color=COLORS[f], label=f)
+        ax.loglog(t["sigma_ratio"], t["nmse"], color=colors[f], label=f)
         r = q(f, "absmax_sigma_ratio")
-        ax.plot([r], [q(f, "distortion_at_absmax_ratio")], "o", color=COLORS[f])
+        ax.plot([r], [q(f, "distortion_at_absmax_ratio")], "o", color=colors[f])
         ax.plot([1.0], [q(f, "exact_lloyd_max")], "k.", ms=4)
     ax.set_xlabel("input std / design std (codebook used at the wrong scale)")
     ax.set_ylabel("MSE / variance")
@@ -113,7 +111,7 @@ def theory_section(T, out, facts):
     ax.legend(fontsize=8)
     fig2 = savefig(fig, out, "fig_scale_mismatch.png")
     ratios = ", ".join(f"{f}: {fmt(q(f, 'absmax_sigma_ratio'), 3)} (D = {fmt(q(f, 'distortion_at_absmax_ratio'), 3)})"
-                       for f in FORMATS)
+                       for f in formats)
     facts["e_amax"] = q("turbo4v", "expected_group_absmax")
     return f"""## 1. Theory: Lloyd-Max, the SPEC tables and the TurboQuant bounds
 
@@ -121,14 +119,14 @@ The exact Gaussian Lloyd-Max quantisers were computed here (analysis/study/lloyd
 iterating the centroid condition (closed form with the normal pdf/cdf) and the midpoint condition
 until no level moved by more than 1e-15; distortions are integrated numerically (10-point
 Gauss-Legendre panels of width sigma/64 over +-14 sigma) and checked against the closed form
-(largest relative difference {fmt(max(facts[f'quad_vs_closed_{f}'] for f in FORMATS), 2)}).
+(largest relative difference {fmt(max(facts[f'quad_vs_closed_{f}'] for f in formats), 2)}).
 
 {table}
 
 * Our exact values reproduce the figures docs/spec.md section 2 quotes (0.117482, 0.034548, 0.009501) to
   all six printed digits.
 * **The four-decimal codebook and the rounded bounds cost nothing measurable**: at most
-  {fmt(max(facts[f'cb_cost_ppm_{f}'] for f in FORMATS), 2)} ppm of distortion (parts per million, not
+  {fmt(max(facts[f'cb_cost_ppm_{f}'] for f in formats), 2)} ppm of distortion (parts per million, not
   percent). The decoder's fp16 rounding of the codebook adds a similar amount.
 * Not every SPEC entry is the exact value correctly rounded to four decimals. The largest
   deviations per format:
@@ -144,11 +142,11 @@ Gauss-Legendre panels of width sigma/64 over +-14 sigma) and checked against the
 ![theory]({fig1})
 
 **Why the Turbo-V writer beats Lloyd-Max on a Gaussian at 3 and 4 bits** (section 2: 
-{', '.join(f"{f} {vq.one('nmse', source='gaussian', format=f, variant='writer', rotation='none') / q(f, 'exact_lloyd_max'):.2f}x" for f in FORMATS)}
+{', '.join(f"{f} {vq.one('nmse', source='gaussian', format=f, variant='writer', rotation='none') / q(f, 'exact_lloyd_max'):.2f}x" for f in formats)}
 of D_LM): Lloyd-Max assumes one known scale. Turbo-V stores an fp8 scale per 16 values, 0.5
 extra bits per value, and adapts to each group. Compared at the same rate (purple squares at
 b + 0.5 against grey triangles, D_LM * 4^-0.5, the 6 dB-per-bit extrapolation of Lloyd-Max),
-the writer is {', '.join(f"{vq.one('nmse', source='gaussian', format=f, variant='writer', rotation='none') / (q(f, 'exact_lloyd_max') * 0.5):.2f}x" for f in FORMATS)}
+the writer is {', '.join(f"{vq.one('nmse', source='gaussian', format=f, variant='writer', rotation='none') / (q(f, 'exact_lloyd_max') * 0.5):.2f}x" for f in formats)}
 worse: on an i.i.d. Gaussian with a known scale the group scale costs more bits than it earns.
 Real V has no single known scale (magnitudes vary per token, head and layer; section 5 compares
 one scale per layer with the writer), which is what the per-group scale pays for. At 2 bits the group
@@ -168,6 +166,7 @@ exactly, and the per-group adaptation outweighs the mismatch.
 
 # ---- study 1: what Turbo-V costs, per variant --------------------------------------------------
 def variants_section(T, out, facts):
+    formats, _, colors = study_formats(T)
     vq = T["vq_mse"]
     check_finite(vq, ["nmse", "mse", "mean_sq"])
     variants = ["spec/oracle", "spec/absmax/fp32", "spec/absmax/fp8", "spec/matched/fp32", "writer",
@@ -175,21 +174,21 @@ def variants_section(T, out, facts):
     rows = []
     for v in variants:
         r = [f"`{v}`"]
-        for f in FORMATS:
+        for f in formats:
             x = vq.one("nmse", source="gaussian", format=f, variant=v, rotation="none")
             se = vq.one("nmse_se", source="gaussian", format=f, variant=v, rotation="none")
             r.append(f"{fmt(x, 4)} +- {fmt(se, 1)} ({x / facts[f'lm_{f}']:.3f} x LM)")
         rows.append(r)
-    tab = md_table(["variant (codebook/scale/encoding)"] + FORMATS, rows)
+    tab = md_table(["variant (codebook/scale/encoding)"] + formats, rows)
     # fp8 scale rounding: theory vs measurement (matched fp8 minus matched fp32).
     fp8_gap = {f: vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none") -
                vq.one("nmse", source="gaussian", format=f, variant="spec/matched/fp32", rotation="none")
-               for f in FORMATS}
+               for f in formats}
     # The same gap averaged over sigma = 0.1 .. 100 (quarter decades), where the scale's mantissa
     # is spread over the binade as the theory assumes (at sigma = 1 it sits at one place).
     mg = T["vq_magnitude"]
     fp8_gap_avg = {}
-    for f in FORMATS:
+    for f in formats:
         a = mg.where(source="gaussian", format=f, variant="writer")
         b = mg.where(source="gaussian", format=f, variant="spec/matched/fp32")
         m = (a["sigma"] >= 0.1) & (a["sigma"] <= 100)
@@ -200,24 +199,24 @@ def variants_section(T, out, facts):
     facts["fp8_pred"] = pred
     facts["fp8_gap"] = fp8_gap_avg
     lsq_ratio = {f: vq.one("nmse", source="gaussian", format=f, variant="spec/matched/fp32", rotation="none") /
-                 vq.one("nmse", source="gaussian", format=f, variant="spec/lsq/fp32", rotation="none") for f in FORMATS}
+                 vq.one("nmse", source="gaussian", format=f, variant="spec/lsq/fp32", rotation="none") for f in formats}
     abs_ratio = {f: vq.one("nmse", source="gaussian", format=f, variant="spec/absmax/fp8", rotation="none") /
-                 vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none") for f in FORMATS}
+                 vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none") for f in formats}
     facts["abs_ratio"] = abs_ratio
-    for f in FORMATS:
+    for f in formats:
         facts[f"writer_gauss_{f}"] = vq.one("nmse", source="gaussian", format=f, variant="writer", rotation="none")
         facts[f"oracle_gauss_{f}"] = vq.one("nmse", source="gaussian", format=f, variant="spec/oracle", rotation="none")
         facts[f"oracle_gauss_se_{f}"] = vq.one("nmse_se", source="gaussian", format=f, variant="spec/oracle", rotation="none")
     oracle_check = ", ".join(
         f"{f}: {fmt(facts[f'oracle_gauss_{f}'], 5)} vs {fmt(facts[f'lm_{f}'], 5)} "
-        f"({(facts[f'oracle_gauss_{f}'] - facts[f'lm_{f}']) / facts[f'oracle_gauss_se_{f}']:+.1f} SE)" for f in FORMATS)
+        f"({(facts[f'oracle_gauss_{f}'] - facts[f'lm_{f}']) / facts[f'oracle_gauss_se_{f}']:+.1f} SE)" for f in formats)
     # Per-distribution figure.
     fig, ax = plt.subplots(figsize=(7.2, 3.8))
     w = 0.26
-    for i, f in enumerate(FORMATS):
+    for i, f in enumerate(formats):
         ys = [vq.one("nmse", source=d, format=f, variant="writer", rotation="none") for d in DISTS]
-        ax.bar(np.arange(len(DISTS)) + (i - 1) * w, ys, w, color=COLORS[f], label=f)
-        ax.axhline(facts[f"lm_{f}"], color=COLORS[f], ls=":", lw=1)
+        ax.bar(np.arange(len(DISTS)) + (i - (len(formats) - 1) / 2) * w, ys, w, color=colors[f], label=f)
+        ax.axhline(facts[f"lm_{f}"], color=colors[f], ls=":", lw=1)
     ax.set_yscale("log")
     ax.set_xticks(range(len(DISTS)))
     ax.set_xticklabels(DISTS, fontsize=8)
@@ -229,11 +228,11 @@ def variants_section(T, out, facts):
     drows = []
     for d in DISTS:
         r = [d]
-        for f in FORMATS:
+        for f in formats:
             r.append(fmt(vq.one("nmse", source=d, format=f, variant="writer", rotation="none"), 4))
             r.append(fmt(vq.one("nmse", source=d, format=f, variant="spec/absmax/fp8", rotation="none"), 4))
         drows.append(r)
-    dtab = md_table(["distribution"] + [f"{f} {k}" for f in FORMATS for k in ("writer", "absmax fp8")], drows)
+    dtab = md_table(["distribution"] + [f"{f} {k}" for f in formats for k in ("writer", "absmax fp8")], drows)
     return f"""## 2. What Turbo-V costs: V quantisation error per format and design choice
 
 Synthetic V (tables `vq_mse.csv`): {int(vq.where(source='gaussian', format='turbo4v', variant='writer', rotation='none')['values'][0])}
@@ -249,9 +248,9 @@ What the table says, and why:
 * **Monte Carlo agrees with theory** where theory applies: with the known sigma (`spec/oracle`,
   no group scale) the measured error matches the integral: {oracle_check}.
 * **fp8 scale rounding** adds a nearly format-independent share of the signal power (writer
-  minus `spec/matched/fp32`): {', '.join(f'{fmt(fp8_gap[f], 3)}' for f in FORMATS)} at sigma = 1,
-  {', '.join(f'{fmt(fp8_gap_avg[f], 3)}' for f in FORMATS)} averaged over sigma = 0.1 .. 100
-  (turbo2v/3v/4v). Theory: E4M3 keeps 3 mantissa bits, so a correctly rounded scale has
+  minus `spec/matched/fp32`): {', '.join(f'{fmt(fp8_gap[f], 3)}' for f in formats)} at sigma = 1,
+  {', '.join(f'{fmt(fp8_gap_avg[f], 3)}' for f in formats)} averaged over sigma = 0.1 .. 100
+  ({'/'.join(formats)}). Theory: E4M3 keeps 3 mantissa bits, so a correctly rounded scale has
   relative error uniform in +-2^-4/m for mantissa m in [1, 2); with m log-uniform (the average
   over magnitudes), E[(ds/s)^2] = 2^-6/12 * 0.375/ln 2 = {fmt(pred, 3)}. A scale error ds
   multiplies the whole dequantised group, so it adds that fraction of the signal power to
@@ -262,9 +261,9 @@ What the table says, and why:
   below it, somewhat more than the (1 - nmse/2) factor explains.
   For turbo4v the fp8 rounding is {pct(fp8_gap['turbo4v'] / facts['writer_gauss_turbo4v'], 2)} of its error.
 * **Matched-norm vs absmax scale**: the plain absmax scale (s = amax/MAX) gives
-  {', '.join(f'{abs_ratio[f]:.2f}x' for f in FORMATS)} the writer's error (turbo2v/3v/4v). The
+  {', '.join(f'{abs_ratio[f]:.2f}x' for f in formats)} the writer's error ({'/'.join(formats)}). The
   matched norm is close to the least-squares optimum: matched/lsq =
-  {', '.join(f'{lsq_ratio[f]:.3f}' for f in FORMATS)}, as predicted by
+  {', '.join(f'{lsq_ratio[f]:.3f}' for f in formats)}, as predicted by
   MSE_matched / MSE_lsq = 2 / (1 + cos theta) for a code vector at angle theta from the data.
 * **Exact vs SPEC codebook** changes nothing at the measurement's resolution (rows `exact/...`).
 
@@ -282,13 +281,14 @@ rotation does about it.
 
 # ---- fp8 magnitude sweep -------------------------------------------------------------------------
 def magnitude_section(T, out, facts):
+    formats, _, colors = study_formats(T)
     mg = T["vq_magnitude"]
     fig, axs = plt.subplots(1, 2, figsize=(9.0, 3.6))
-    for f in FORMATS:
+    for f in formats:
         t = mg.where(source="gaussian", format=f, variant="writer")
-        axs[0].loglog(t["sigma"], t["nmse"], color=COLORS[f], label=f"{f} writer")
+        axs[0].loglog(t["sigma"], t["nmse"], color=colors[f], label=f"{f} writer")
         t2 = mg.where(source="gaussian", format=f, variant="spec/matched/fp32")
-        axs[0].loglog(t2["sigma"], t2["nmse"], color=COLORS[f], ls=":", lw=1)
+        axs[0].loglog(t2["sigma"], t2["nmse"], color=colors[f], ls=":", lw=1)
     axs[0].set_xlabel("sigma of the V values")
     axs[0].set_ylabel("MSE / variance (Gaussian)")
     axs[0].set_title("solid: fp8 scale; dotted: fp32 scale", fontsize=8)
@@ -338,12 +338,13 @@ window; no trace group underflowed, became subnormal or saturated.
 
 # ---- rotation -----------------------------------------------------------------------------------
 def rotation_section(T, out, facts):
+    formats = study_formats(T)[0]
     vq, tr = T["vq_mse"], T.get("vq_trace")
     rows = []
     labels, none4, had4 = [], [], []
     for d in DISTS:
         r = [d]
-        for f in FORMATS:
+        for f in formats:
             a = vq.one("nmse", source=d, format=f, variant="writer", rotation="none")
             b = vq.one("nmse", source=d, format=f, variant="writer", rotation="hadamard")
             r.append(f"{fmt(a, 4)} -> {fmt(b, 4)} ({b / a:.2f}x)")
@@ -354,7 +355,7 @@ def rotation_section(T, out, facts):
             t = tr.where(layer=l)
             src = t["source"][0]
             r = [f"{src} layer {int(l)}"]
-            for f in FORMATS:
+            for f in formats:
                 a = t.one("nmse", format=f, variant="writer", rotation="none")
                 b = t.one("nmse", format=f, variant="writer", rotation="hadamard")
                 r.append(f"{fmt(a, 4)} -> {fmt(b, 4)} ({b / a:.2f}x)")
@@ -367,7 +368,7 @@ def rotation_section(T, out, facts):
         labels.append(name if l < 0 else f"L{int(l)}")
         none4.append(t.one("nmse", rotation="none", **sel))
         had4.append(t.one("nmse", rotation="hadamard", **sel))
-    tab = md_table(["source"] + [f"{f}: none -> Hadamard" for f in FORMATS], rows)
+    tab = md_table(["source"] + [f"{f}: none -> Hadamard" for f in formats], rows)
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     x = np.arange(len(labels))
     ax.bar(x - 0.2, none4, 0.4, label="no rotation", color="tab:gray")
@@ -405,18 +406,19 @@ distribution the quantiser sees.
 
 
 def trace_vq_section(T, out, facts):
+    formats, _, colors = study_formats(T)
     tr = T.get("vq_trace")
     if tr is None:
         return "## 5. Real traces\n\nNo trace tables in the results (no data/traces/*.h5 when the study ran).\n"
     rows = []
     layers = sorted(set(tr["layer"]))
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for f in FORMATS:
+    for f in formats:
         ys = [tr.one("nmse", layer=l, format=f, variant="writer", rotation="none") for l in layers]
-        ax.semilogy(layers, ys, "o-", color=COLORS[f], label=f"{f} writer")
+        ax.semilogy(layers, ys, "o-", color=colors[f], label=f"{f} writer")
         ys2 = [tr.one("nmse", layer=l, format=f, variant="spec/oracle", rotation="none") for l in layers]
-        ax.semilogy(layers, ys2, "x:", color=COLORS[f], label=f"{f} one scale per layer (oracle)")
-        ax.axhline(facts[f"writer_gauss_{f}"], color=COLORS[f], lw=0.8, ls="--")
+        ax.semilogy(layers, ys2, "x:", color=colors[f], label=f"{f} one scale per layer (oracle)")
+        ax.axhline(facts[f"writer_gauss_{f}"], color=colors[f], lw=0.8, ls="--")
     ax.set_xlabel("layer")
     ax.set_ylabel("MSE / mean square")
     ax.set_title("dashed: writer on a Gaussian source", fontsize=8)
@@ -427,22 +429,22 @@ def trace_vq_section(T, out, facts):
         t = tr.where(layer=l)
         r = [f"{t['source'][0]} L{int(l)}", fmt(t.one("sigma", format="turbo4v", variant="writer", rotation="none"), 3),
              fmt(t.one("kurtosis", format="turbo4v", variant="writer", rotation="none"), 3)]
-        for f in FORMATS:
+        for f in formats:
             r.append(fmt(t.one("nmse", format=f, variant="writer", rotation="none"), 4))
         r.append(fmt(t.one("scale_subnormal_rate", format="turbo4v", variant="writer", rotation="none") +
                      t.one("scale_underflow_rate", format="turbo4v", variant="writer", rotation="none") +
                      t.one("scale_saturation_rate", format="turbo4v", variant="writer", rotation="none"), 2))
         rows.append(r)
-    tab = md_table(["layer", "V RMS", "V kurtosis", "turbo2v", "turbo3v", "turbo4v", "fp8 scale subnormal/underflow/saturated"], rows)
+    tab = md_table(["layer", "V RMS", "V kurtosis"] + formats + ["fp8 scale subnormal/underflow/saturated"], rows)
     facts["trace_nmse4"] = [tr.one("nmse", layer=l, format="turbo4v", variant="writer", rotation="none") for l in layers]
     facts["trace_nmse"] = {f: [tr.one("nmse", layer=l, format=f, variant="writer", rotation="none") for l in layers]
-                           for f in FORMATS}
-    rel = {f: np.array(facts["trace_nmse"][f]) / facts[f"writer_gauss_{f}"] for f in FORMATS}
+                           for f in formats}
+    rel = {f: np.array(facts["trace_nmse"][f]) / facts[f"writer_gauss_{f}"] for f in formats}
     orc = np.array([tr.one("nmse", layer=l, format=f, variant="spec/oracle", rotation="none") /
-                    tr.one("nmse", layer=l, format=f, variant="writer", rotation="none") for l in layers for f in FORMATS])
+                    tr.one("nmse", layer=l, format=f, variant="writer", rotation="none") for l in layers for f in formats])
     worst_layer = int(layers[int(np.argmax(rel["turbo4v"]))])
-    others = [rel[f][i] for f in FORMATS for i, l in enumerate(layers) if int(l) != worst_layer]
-    others = others or [rel[f][0] for f in FORMATS]  # a single layer (--quick)
+    others = [rel[f][i] for f in formats for i, l in enumerate(layers) if int(l) != worst_layer]
+    others = others or [rel[f][0] for f in formats]  # a single layer (--quick)
     return f"""## 5. Real traces: V quantisation per layer
 
 stories15M (6 layers, 6 heads, head_dim 48; data/traces/, docs/trace-schema.md), all sequences'
@@ -453,7 +455,7 @@ V rows of a layer together (`vq_trace.csv`). nmse = MSE / mean square of the lay
 ![layers]({fig1})
 
 Real V error relative to the writer's Gaussian value: {fmt(min(others), 3)} .. {fmt(max(others), 3)}x in
-every layer but layer {worst_layer}, which reaches {fmt(max(rel[f][layers.index(worst_layer)] for f in FORMATS), 3)}x; its V has
+every layer but layer {worst_layer}, which reaches {fmt(max(rel[f][layers.index(worst_layer)] for f in formats), 3)}x; its V has
 the largest kurtosis (column above; a Gaussian has 3), i.e. the heaviest tails, which is also where
 the rotation helps most (section 4). A single scale per layer (the oracle variant, scale = layer
 RMS) gives {fmt(orc.min(), 2)} .. {fmt(orc.max(), 2)}x the writer's error, the most at 4 bits: the

@@ -4,11 +4,14 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-from studylib import check_finite, fmt, md_table, pct, thr_label
+from studylib import check_finite, fmt, md_table, pct, study_formats, thr_label
 
-FORMATS = ["turbo2v", "turbo3v", "turbo4v"]
-COLORS = {"turbo2v": "tab:red", "turbo3v": "tab:orange", "turbo4v": "tab:blue"}
-THR_STYLE = {0: "-", 1e-4: "--", 1e-3: "-.", 1e-2: ":"}
+# The kernels' default THRESH (TQ_PLUS_SPARSE_V_THRESHOLD: model/tqref/format.h kSparseVThreshold,
+# in Python tqref.SPARSE_V_THRESHOLD), one value of the study's grid and its headline. The tables
+# do not mark which of their thresholds is the default, and this report runs under Debian's
+# python3 without tqref (CTest study_report_quick), so the analysis side states it here, once.
+DEFAULT_THRESH = 1e-3
+LINESTYLES = ("-", "--", "-.", ":")  # the study's thresholds, smallest (0) first
 BUDGETS = [0.01, 0.02, 0.05, 0.10, 0.20, 0.50]
 DPI = 80
 
@@ -17,11 +20,21 @@ def thresholds(t):
     return sorted(set(float(x) for x in t["threshold"]))
 
 
-def style(th):
-    for k, v in THR_STYLE.items():
-        if np.isclose(th, k, rtol=1e-5, atol=0):
-            return v
-    return "-"
+def grid_of(regs):
+    """Every THRESH the study ran, over all regimes, smallest (0) first."""
+    return sorted({th for _, t in regs for th in thresholds(t)})
+
+
+def style(th, grid):
+    return LINESTYLES[grid.index(th) % len(LINESTYLES)]
+
+
+def at(grid, value):
+    """The grid's threshold equal to `value` (as float32 in the tables; rtol 1e-6)."""
+    for th in grid:
+        if np.isclose(th, value, rtol=1e-6, atol=0):
+            return th
+    raise LookupError(f"decode tables: no THRESH {value:g} among {grid}")
 
 
 def per_context(t, col, fn=np.median):
@@ -57,21 +70,24 @@ def decode_section(T, out, facts):
         check_finite(t, ["rel_l2", "cosine", "max_abs", "skip_rate", "skipped_mass"])
         if not np.all(t["ref_norm"] > 0):
             raise ValueError("decode: an fp64 reference output is all zero")
-    # Figure 1: error vs context per format (THRESH 0 and 1e-2), one column per regime; rows:
+    formats, _, colors = study_formats(T)
+    grid = grid_of(regs)
+    top = grid[-1]
+    # Figure 1: error vs context per format (THRESH 0 and the largest), one column per regime; rows:
     # median relative L2, median 1 - cosine, largest absolute error.
     fig, axs = plt.subplots(3, len(regs), figsize=(3.3 * len(regs), 7.2), sharex="col", sharey="row")
     axs = np.array(axs).reshape(3, len(regs))
     for j, (name, t) in enumerate(regs):
-        for f in FORMATS:
-            for th in (0.0, 1e-2):
+        for f in formats:
+            for th in (0.0, top):
                 s = t.where(format=f, threshold=th)
                 c, y = per_context(s, "rel_l2")
-                axs[0, j].loglog(c, y, style(th), color=COLORS[f], label=f"{f} THRESH {thr_label(th)}")
+                axs[0, j].loglog(c, y, style(th, grid), color=colors[f], label=f"{f} THRESH {thr_label(th)}")
                 c, y = per_context(s, "cosine")
-                axs[1, j].loglog(c, 1.0 - y, style(th), color=COLORS[f])
+                axs[1, j].loglog(c, 1.0 - y, style(th, grid), color=colors[f])
                 c, y = per_context(s, "max_abs", np.max)
-                axs[2, j].loglog(c, y, style(th), color=COLORS[f])
-            axs[0, j].axhline(np.sqrt(facts[f"writer_gauss_{f}"]), color=COLORS[f], lw=0.6, alpha=0.6)
+                axs[2, j].loglog(c, y, style(th, grid), color=colors[f])
+            axs[0, j].axhline(np.sqrt(facts[f"writer_gauss_{f}"]), color=colors[f], lw=0.6, alpha=0.6)
         axs[0, j].set_title(name, fontsize=8)
         axs[2, j].set_xlabel("context length")
         for i in range(3):
@@ -91,9 +107,9 @@ def decode_section(T, out, facts):
                 continue
             s = s4.where(threshold=th)
             c, y = per_context(s, "skip_rate", np.mean)
-            axs[0].semilogx(c, y, style(th), marker=mk, ms=3, label=f"{name[:18]} {thr_label(th)}")
+            axs[0].semilogx(c, y, style(th, grid), marker=mk, ms=3, label=f"{name[:18]} {thr_label(th)}")
             c, y = per_context(s, "skipped_mass", np.mean)
-            axs[1].loglog(c[y > 0], y[y > 0], style(th), marker=mk, ms=3)  # zero mass: nothing skipped
+            axs[1].loglog(c[y > 0], y[y > 0], style(th, grid), marker=mk, ms=3)  # zero mass: nothing skipped
             m = s["skipped_mass"] > 0
             axs[2].loglog(s["skipped_mass"][m], s["rel_l2_vs_deq"][m], marker=mk, ls="none", ms=2, alpha=0.4)
     axs[0].set_ylabel("fraction of positions skipped")
@@ -116,7 +132,7 @@ def decode_section(T, out, facts):
             s = s4.where(threshold=th)
             c = sorted(set(s["context"]))
             y = [s["kept_tiny"][s["context"] == x].sum() / max(1, s["n_tiny"][s["context"] == x].sum()) for x in c]
-            ax.semilogx(c, y, style(th), marker=mk, ms=3, label=f"{name[:18]} {thr_label(th)}")
+            ax.semilogx(c, y, style(th, grid), marker=mk, ms=3, label=f"{name[:18]} {thr_label(th)}")
     ax.set_xlabel("context length")
     ax.set_ylabel("kept / all positions with weight < THRESH/100")
     ax.grid(True, which="both", alpha=0.3)
@@ -127,7 +143,7 @@ def decode_section(T, out, facts):
     total_false, total_above = 0, 0
     for name, t in regs:
         cmax = max(t["context"]) if "real" not in name else None
-        for f in FORMATS:
+        for f in formats:
             for th in thresholds(t):
                 s = t.where(format=f, threshold=th)
                 if cmax is not None:
@@ -152,7 +168,7 @@ def decode_section(T, out, facts):
     for name, t in regs:
         if "real" in name:
             continue
-        for f in FORMATS:
+        for f in formats:
             s = t.where(format=f, threshold=0.0)
             rms = np.sqrt(np.mean(s["rel_l2_quant_only"] ** 2))
             theo.append([name, f, pct(rms), pct(np.sqrt(facts[f"writer_gauss_{f}"])),
@@ -160,7 +176,7 @@ def decode_section(T, out, facts):
     for name, t in regs:
         if "real" not in name or "trace_nmse" not in facts:
             continue
-        for f in FORMATS:
+        for f in formats:
             s = t.where(format=f, threshold=0.0)
             rms = np.sqrt(np.mean(s["rel_l2_quant_only"] ** 2))
             ref = np.sqrt(np.mean(facts["trace_nmse"][f]))
@@ -171,10 +187,10 @@ def decode_section(T, out, facts):
     facts["bf16_floor"] = bf16_floor
     # How much each threshold changes the median error, relative to THRESH = 0, worst case.
     facts["thr_effect"] = {}
-    for th in (1e-4, 1e-3, 1e-2):
+    for th in grid[1:]:
         worst = 0.0
         for _, t in regs:
-            for f in FORMATS:
+            for f in formats:
                 c0, y0 = per_context(t.where(format=f, threshold=0.0), "rel_l2")
                 c1, y1 = per_context(t.where(format=f, threshold=th), "rel_l2")
                 worst = max(worst, float(np.max(np.abs(y1 - y0) / y0)))
@@ -194,7 +210,7 @@ scale 1/sqrt(48). The skip statistics use the final softmax weights w computed i
 ![decode error]({fig1})
 
 Rows: median relative L2 error, median 1 - cosine similarity, and the largest absolute error per
-context length; solid THRESH = 0, dotted THRESH = 1e-2; thin lines sqrt(nmse) of the V
+context length; solid THRESH = 0, dotted THRESH = {thr_label(top)}; thin lines sqrt(nmse) of the V
 quantisation (below). The absolute error falls with context for the flat softmax because the
 output itself shrinks (an average of more independent V rows); the relative error does not.
 
@@ -234,8 +250,8 @@ contexts with peaked attention.
 
 The extra error from skipping is bounded by the skipped mass: |e_skip| <= (sum over skipped w_j)
 * max |v_j|, so the rel. error against the dequantised-V reference grows linearly with the skipped
-mass (right panel). At THRESH = 1e-3 the skipped mass stays far below the quantisation error, so
-the end-to-end error barely moves; at 1e-2 on 8192-token peaked contexts it becomes visible.
+mass (right panel). At THRESH = {thr_label(DEFAULT_THRESH)} the skipped mass stays far below the quantisation error, so
+the end-to-end error barely moves; at {thr_label(top)} on 8192-token peaked contexts it becomes visible.
 
 ![decisions]({fig3})
 """
@@ -248,8 +264,9 @@ def budget_table(T, facts):
     synth = [(n, t) for n, t in regs if "real" not in n]
     rows = []
     evidence = {}
-    for f in FORMATS:
-        for th in [0.0, 1e-4, 1e-3, 1e-2]:
+    formats = study_formats(T)[0]
+    for f in formats:
+        for th in grid_of(regs):
             worst = []
             if real:
                 s = real[0].where(format=f, threshold=th)
@@ -267,9 +284,7 @@ def budget_table(T, facts):
         if not ok:
             rows.append([pct(b, 2), "none of the formats", "-", "-"])
             continue
-        bits = {"turbo2v": 2, "turbo3v": 3, "turbo4v": 4}
-        cheapest = min(bits[f] for f, _ in ok)
-        f = [x for x in FORMATS if bits[x] == cheapest][0]
+        f = next(x for x in formats if any(g == x for g, _ in ok))  # formats: coarsest first
         ths = sorted(th for g, th in ok if g == f)
         rows.append([pct(b, 2), f"**{f}**", thr_label(max(ths)),
                      pct(evidence[(f, max(ths))], 2)])
@@ -281,16 +296,19 @@ def summary(T, facts):
     btab, ev = budget_table(T, facts)
     regs = regimes(T)
     real = [t for n, t in regs if "real" in n]
+    formats, bits, _ = study_formats(T)
+    grid = grid_of(regs)
+    d, top = at(grid, DEFAULT_THRESH), grid[-1]
     lines = ["## Summary", ""]
     lines.append("Headline numbers (details and evidence in the sections below):")
     lines.append("")
     lines.append("* **V quantisation error** (MSE / variance, Gaussian V, bit-exact writer): " + ", ".join(
         f"{f} {fmt(facts[f'writer_gauss_{f}'], 3)} ({facts[f'writer_gauss_{f}'] / facts[f'lm_{f}']:.2f}x Lloyd-Max "
-        f"{fmt(facts[f'lm_{f}'], 4)})" for f in FORMATS) +
+        f"{fmt(facts[f'lm_{f}'], 4)})" for f in formats) +
         ". Each format stores b + 0.5 bits per value (the fp8 group scale); see [section 1](#1-theory-lloyd-max-the-spec-tables-and-the-turboquant-bounds) "
         "and [fig_theory.png](fig_theory.png).")
     lines.append(f"* **The four-decimal codebook costs nothing**: at most "
-                 f"{fmt(max(facts[f'cb_cost_ppm_{f}'] for f in FORMATS), 2)} ppm distortion against the exact "
+                 f"{fmt(max(facts[f'cb_cost_ppm_{f}'] for f in formats), 2)} ppm distortion against the exact "
                  "Lloyd-Max solution. Levels not within four-decimal rounding of the exact ones: "
                  f"{', '.join(facts['not_rounded']) or 'none'}, without measurable cost "
                  "([section 1](#1-theory-lloyd-max-the-spec-tables-and-the-turboquant-bounds)).")
@@ -299,8 +317,8 @@ def summary(T, facts):
                  f"of turbo4v's error; usable for sigma in {facts['fp8_ok_gauss4']} (Gaussian, turbo4v), outside it the "
                  "scale underflows or saturates ([section 3](#3-fp8-scale-underflow-and-saturation-versus-magnitude)).")
     lines.append("* **Matched-norm scale vs plain absmax**: absmax has " + ", ".join(
-        f"{facts['abs_ratio'][f]:.2f}x" for f in FORMATS) + " the error of the writer's matched norm "
-        "(turbo2v/3v/4v; [section 2](#2-what-turbo-v-costs-v-quantisation-error-per-format-and-design-choice)).")
+        f"{facts['abs_ratio'][f]:.2f}x" for f in formats) + " the error of the writer's matched norm "
+        f"({'/'.join(formats)}; [section 2](#2-what-turbo-v-costs-v-quantisation-error-per-format-and-design-choice)).")
     if "trace_nmse4" in facts:
         lines.append(f"* **Real V (stories15M)**: turbo4v nmse {fmt(min(facts['trace_nmse4']), 3)} .. "
                      f"{fmt(max(facts['trace_nmse4']), 3)} over the 6 layers; a Hadamard rotation helps the "
@@ -310,20 +328,20 @@ def summary(T, facts):
     if real:
         r = real[0]
         lines.append("* **Decode output error on real traces** (median / p95 relative L2 vs fp64 with unquantised V, "
-                     "THRESH 1e-3): " + ", ".join(
-                         f"{f} {pct(np.median(r.where(format=f, threshold=1e-3)['rel_l2']))} / "
-                         f"{pct(np.percentile(r.where(format=f, threshold=1e-3)['rel_l2'], 95))}" for f in FORMATS) +
+                     f"THRESH {thr_label(d)}): " + ", ".join(
+                         f"{f} {pct(np.median(r.where(format=f, threshold=d)['rel_l2']))} / "
+                         f"{pct(np.percentile(r.where(format=f, threshold=d)['rel_l2'], 95))}" for f in formats) +
                      "; the error is the V quantisation error (about sqrt(nmse)), not the skip "
                      "([section 6](#6-decode-the-kernel-order-model-against-the-fp64-reference)).")
     syn = [(n, t) for n, t in regs if "real" not in n]
     if syn:
         n, t = syn[-1]
         cmax = max(t["context"])
-        s = t.where(format="turbo4v", threshold=1e-3, context=cmax)
-        s2 = t.where(format="turbo4v", threshold=1e-2, context=cmax)
-        lines.append(f"* **Sparse-V skip** ({n}, context {int(cmax)}): THRESH 1e-3 skips "
+        s = t.where(format="turbo4v", threshold=d, context=cmax)
+        s2 = t.where(format="turbo4v", threshold=top, context=cmax)
+        lines.append(f"* **Sparse-V skip** ({n}, context {int(cmax)}): THRESH {thr_label(d)} skips "
                      f"{pct(np.mean(s['skip_rate']), 2)} of positions holding {fmt(np.mean(s['skipped_mass']), 2)} of the "
-                     f"softmax mass; 1e-2 skips {pct(np.mean(s2['skip_rate']), 2)} ({fmt(np.mean(s2['skipped_mass']), 2)} mass). "
+                     f"softmax mass; {thr_label(top)} skips {pct(np.mean(s2['skip_rate']), 2)} ({fmt(np.mean(s2['skipped_mass']), 2)} mass). "
                      f"False skips (final weight > THRESH): {facts['false_skips']} of {facts['above_thresh']}, as the "
                      "running-max bound predicts; the factor is conservative, so many negligible positions are still "
                      "loaded ([fig_skip.png](fig_skip.png), [fig_skip_decisions.png](fig_skip_decisions.png)).")
@@ -335,10 +353,11 @@ def summary(T, facts):
     lines.append(btab)
     lines.append("")
     te = facts["thr_effect"]
-    lines.append("Budgets below the turbo4v row need more than 4 bits per code (the bf16 output itself costs "
+    lines.append(f"Budgets below the {formats[-1]} row need more than {bits[formats[-1]]} bits per code (the bf16 "
+                 "output itself costs "
                  f"about {pct(facts['bf16_floor'])}). Within a format the threshold matters far less than the "
                  "format: relative to THRESH = 0 the median output error grows or shrinks by at most "
-                 + ", ".join(f"{pct(te[th], 2)} at THRESH {thr_label(th)}" for th in (1e-4, 1e-3, 1e-2)) +
+                 + ", ".join(f"{pct(te[th], 2)} at THRESH {thr_label(th)}" for th in te) +
                  " of itself (worst format, context and source).")
     lines.append("")
     return "\n".join(lines)

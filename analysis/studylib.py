@@ -95,6 +95,23 @@ def check_finite(t, cols):
             raise ValueError(f"table {t.name}: column {c} has non-finite values")
 
 
+# Plot colours of the formats, coarsest first (turbo2v red, turbo3v orange, turbo4v blue).
+FORMAT_COLORS = ("tab:red", "tab:orange", "tab:blue", "tab:olive", "tab:cyan", "tab:brown")
+
+
+def study_formats(T):
+    """(names, bits, colours) of the formats a study covered, coarsest first, from its theory
+    table: `tqref study` loops over kFormats (model/tqref/format.h), so the report names none."""
+    th = T["theory"]
+    bits = {}
+    for f, b in zip(th["format"], th["bits"]):
+        bits.setdefault(f, int(b))
+    names = sorted(bits, key=bits.get)
+    if len(names) > len(FORMAT_COLORS):
+        raise ValueError(f"table theory: {len(names)} formats; FORMAT_COLORS has {len(FORMAT_COLORS)} colours")
+    return names, bits, dict(zip(names, FORMAT_COLORS))
+
+
 def fmt(x, digits=3):
     if x == 0:
         return "0"
