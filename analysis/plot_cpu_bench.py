@@ -26,8 +26,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-FORMATS = ["turbo2v", "turbo3v", "turbo4v"]
-
 
 def load(path):
     with open(path) as f:
@@ -71,22 +69,34 @@ def args_of(name):
     return dict(kv.split(":") for kv in name.split("/")[1:] if ":" in kv)
 
 
-def decode_rates(best):
+def format_names(*docs):
+    """{format code: name} from the benchmarks' labels, "<path> <format> ..." (bench_decode.cpp,
+    bench_writer.cpp): the formats are those the run measured, not a list kept here."""
+    names = {}
+    for doc in docs:
+        for b in doc["benchmarks"]:
+            a = args_of(b["run_name"])
+            if "format" in a and b.get("label"):
+                names[int(a["format"])] = b["label"].split()[1]
+    return names
+
+
+def decode_rates(best, names):
     """{(fast, format, hdim, threads, gqa, table): M pairs/s}"""
     r = {}
     for name, (t, items, _) in best.items():
         a = args_of(name)
-        key = (int(a["fast"]), FORMATS[int(a["format"])], int(a["hdim"]), int(a["threads"]),
+        key = (int(a["fast"]), names[int(a["format"])], int(a["hdim"]), int(a["threads"]),
                int(a["gqa"]), int(a["ex2_table"]))
         r[key] = items / t / 1e6
     return r
 
 
-def writer_rates(best):
+def writer_rates(best, names):
     r = {}
     for name, (t, items, _) in best.items():
         a = args_of(name)
-        r[(int(a["fast"]), FORMATS[int(a["format"])], int(a["threads"]))] = items / t / 1e6
+        r[(int(a["fast"]), names[int(a["format"])], int(a["threads"]))] = items / t / 1e6
     return r
 
 
@@ -107,7 +117,7 @@ def machine_rates(best):
     return r
 
 
-def print_pooled_scaling(paths):
+def print_pooled_scaling(paths, names):
     """The fast decode path's 2-thread speed-up from extra runs (bench_decode_fast_rep*.json, fast
     path only, repetitions interleaved), their repetitions pooled: on a host whose speed varies from
     second to second, more repetitions make the fastest one (and the median) steadier."""
@@ -124,7 +134,7 @@ def print_pooled_scaling(paths):
             continue
         v2 = reps.get(name.replace("threads:1", "threads:2"))
         if v2:
-            print(f"| {FORMATS[int(a['format'])]} | {a['hdim']} | {max(v1):.2f} | {max(v2):.2f} | "
+            print(f"| {names[int(a['format'])]} | {a['hdim']} | {max(v1):.2f} | {max(v2):.2f} | "
                   f"{max(v2) / max(v1):.2f}x | {med(v1):.2f} | {med(v2):.2f} | {med(v2) / med(v1):.2f}x |")
 
 
@@ -169,22 +179,24 @@ def main():
             print(f"plot_cpu_bench: {path} missing (run scripts/bench-cpu-models.sh)", file=sys.stderr)
             return 3
         docs[b] = load(path)
-    dec, wri, ex2 = (decode_rates(fastest(docs["decode"])), writer_rates(fastest(docs["writer"])),
-                     ex2_costs(fastest(docs["ex2"])))
-    dec_med = decode_rates({n: (1.0, r, "") for n, r in median_rates(docs["decode"]).items()})
+    names = format_names(docs["decode"], docs["writer"])
+    formats = [names[c] for c in sorted(names)]
+    dec, wri, ex2 = (decode_rates(fastest(docs["decode"]), names),
+                     writer_rates(fastest(docs["writer"]), names), ex2_costs(fastest(docs["ex2"])))
+    dec_med = decode_rates({n: (1.0, r, "") for n, r in median_rates(docs["decode"]).items()}, names)
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [3, 2, 2]})
-    groups = [f"{f}\nD{h}" for h in (128, 256) for f in FORMATS]
-    keys = [(f, h) for h in (128, 256) for f in FORMATS]
+    groups = [f"{f}\nD{h}" for h in (128, 256) for f in formats]
+    keys = [(f, h) for h in (128, 256) for f in formats]
     series = [(f"{p} {t} thr", [dec.get((int(p == "fast"), f, h, t, 4, 0), 0) for f, h in keys], c)
               for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
                               ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
     bars(axes[0], groups, series, "M (q head x position) pairs / s",
          "decode model, GQA 4, 4 x 4096 positions x 8 q heads", {2: 0, 3: 1})
-    wseries = [(f"{p} {t} thr", [wri.get((int(p == "fast"), f, t), 0) for f in FORMATS], c)
+    wseries = [(f"{p} {t} thr", [wri.get((int(p == "fast"), f, t), 0) for f in formats], c)
                for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
                                ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
-    bars(axes[1], FORMATS, wseries, "M V elements / s", "writer model, 8 x 128, 4096 tokens",
+    bars(axes[1], formats, wseries, "M V elements / s", "writer model, 8 x 128, 4096 tokens",
          {2: 0, 3: 1})
     egroups = ["EX2", "EXPF"]
     eseries = [("table, one call", [ex2.get((1, 0, e), 0) for e in (0, 1)], "#bbbbbb"),
@@ -217,15 +229,20 @@ def main():
     print("\nDecode, other shapes (M pairs/s, 1 thread):\n")
     print("| shape | scalar | fast | fast/scalar |")
     print("| --- | --- | --- | --- |")
-    for h in (128, 256):
-        s, f = dec.get((0, "turbo3v", h, 1, 1, 0), 0), dec.get((1, "turbo3v", h, 1, 1, 0), 0)
-        print(f"| turbo3v D{h} MHA (GQA 1) | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
-    s, f = dec.get((0, "turbo3v", 128, 1, 4, 1), 0), dec.get((1, "turbo3v", 128, 1, 4, 1), 0)
-    print(f"| turbo3v D128 GQA 4, EX2 from the measured table | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
+    # The formats bench_decode measures at these shapes: those in the run.
+    for fm in formats:
+        for h in (128, 256):
+            if (0, fm, h, 1, 1, 0) in dec:
+                s, f = dec[(0, fm, h, 1, 1, 0)], dec.get((1, fm, h, 1, 1, 0), 0)
+                print(f"| {fm} D{h} MHA (GQA 1) | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
+    for fm in formats:
+        if (0, fm, 128, 1, 4, 1) in dec:
+            s, f = dec[(0, fm, 128, 1, 4, 1)], dec.get((1, fm, 128, 1, 4, 1), 0)
+            print(f"| {fm} D128 GQA 4, EX2 from the measured table | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
     print("\nWriter (M V elements/s):\n")
     print("| format | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | fast/scalar |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for f in FORMATS:
+    for f in formats:
         s1, f1, s2, f2 = (wri.get((0, f, 1), 0), wri.get((1, f, 1), 0), wri.get((0, f, 2), 0),
                           wri.get((1, f, 2), 0))
         print(f"| {f} | {s1:.0f} | {f1:.0f} | {f1 / s1:.1f}x | {s2:.0f} | {f2:.0f} | {f2 / s2:.1f}x |")
@@ -240,7 +257,7 @@ def main():
         print_machine(machine_rates(fastest(load(path))))
     pooled = sorted(glob.glob(os.path.join(a.dir, "bench_decode_fast_rep*.json")))
     if pooled:
-        print_pooled_scaling(pooled)
+        print_pooled_scaling(pooled, names)
     return 0
 
 
