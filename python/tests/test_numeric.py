@@ -27,6 +27,9 @@ def _nearest_f32(decimal):
 
 
 def test_traits_are_the_spec_table():
+    # Every row of the library's table, in code order (FORMATS reads rows up to the first code the
+    # C ABI refuses: a table cut short or read past its end fails here, not by an empty loop).
+    assert [(f.index, f.name) for f in tqref.FORMATS] == list(enumerate(SPEC_CB))
     for f in tqref.FORMATS:
         assert f.levels == 2 ** f.bits == len(SPEC_CB[f.name]) and f.group_code_bytes == 2 * f.bits
         assert [float(c) for c in f.codebook] == [_nearest_f32(str(v)) for v in SPEC_CB[f.name]]
