@@ -81,7 +81,6 @@ build decode "$MUT/decode_mutant.cu" "-DHDIM=$HDIM"
 import collections, re, struct, sys
 
 work, root = sys.argv[1], sys.argv[2]
-KERNELS = ("turbo2v", "turbo3v", "turbo4v")
 
 def short(path):
     name = path.split("/")[-1]
@@ -312,34 +311,35 @@ def elf_sections(path):
     name = lambda o: b[so + o:b.index(b"\0", so + o)].decode()
     return {name(h[0]): (b[h[4]:h[4] + h[5]] if h[1] != 8 else b"") for h in hs}
 
-def table(title, cdef, cnof, ops):
+def table(title, cdef, cnof, ops, kernels):
     sites = sorted({k[0] for k in cdef} | {k[0] for k in cnof})
-    print(f"\n## {title}: counts per kernel (turbo2v/turbo3v/turbo4v)")
+    print(f"\n## {title}: counts per kernel ({'/'.join(kernels)})")
     cols = [f"default {o}" for o in ops] + [f"--fmad=false {o}" for o in ops]
     print(f"{'site (innermost first)':54s}" + "".join(f"{c:>18s}" for c in cols))
     total = lambda c, o: "/".join(str(sum(v for k, v in c.items() if k[1] == o and k[2] == kn))
-                                  for kn in KERNELS)
+                                  for kn in kernels)
     for s in sites + ["total"]:
         if s == "total":
             cells = [total(cdef, o) for o in ops] + [total(cnof, o) for o in ops]
         else:
-            cells = ["/".join(str(c.get((s, o, k), 0)) for k in KERNELS)
+            cells = ["/".join(str(c.get((s, o, k), 0)) for k in kernels)
                      for c in (cdef, cnof) for o in ops]
         print(f"{s:54s}" + "".join(f"{c:>18s}" for c in cells))
 
 for mod in ("writers", "decode"):
     ddef = parse_ptx(f"{work}/{mod}.def.ptx")
     dnof = parse_ptx(f"{work}/{mod}.nof.ptx")
+    kernels = list(ddef)  # the module's kernels by format suffix, in the PTX's order (kFormats')
     print(f"\n# {mod}")
-    table(f"{mod} PTX", count_ptx(ddef), count_ptx(dnof), ["fma", "mul", "add", "sub"])
+    table(f"{mod} PTX", count_ptx(ddef), count_ptx(dnof), ["fma", "mul", "add", "sub"], kernels)
     print(f"\n## {mod} PTX, nvcc defaults: each fma(a, b, c) = a*b + c rounded once, with what "
           "defines a, b and c (reaching definitions through moves; a set: several reach, e.g. a "
           "loop-carried o or l, or the zeros of a skipped V or an inactive lane; bf16 even/odd: "
           "q[2i]/k[2i] or q[2i+1]/k[2i+1])")
-    per = {k: describe(ddef[k]) for k in KERNELS if k in ddef}
+    per = {k: describe(ddef[k]) for k in kernels}
     keys = sorted(set().union(*[set(v) for v in per.values()]))
     for site, shape in keys:
-        n = "/".join(str(per[k].get((site, shape), 0)) for k in KERNELS)
+        n = "/".join(str(per[k].get((site, shape), 0)) for k in kernels)
         print(f"{n:>10s}  {site}\n            {shape}")
     a = elf_sections(f"{work}/{mod}.ptxas_fmad_true.cubin")
     b = elf_sections(f"{work}/{mod}.ptxas_fmad_false.cubin")
@@ -354,7 +354,7 @@ for mod in ("writers", "decode"):
         table(f"{mod} SASS (nvdisasm -gi; the FFMAs of the --fmad=false build are the div.rn, "
               "sqrt.rn and rcp.rn sequences, whose line info points at nearby sites; ptxas "
               "duplicates some code, so counts can exceed the PTX's)",
-              sdef, snof, ["FFMA", "FMUL", "FADD"])
+              sdef, snof, ["FFMA", "FMUL", "FADD"], kernels)
     except FileNotFoundError:
         print(f"\n## {mod} SASS: skipped (no nvdisasm)")
 PY
