@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "cases/builders.h"
 #include "cases/fma_groups.h"
+#include "cases/l_tie.h"
+#include "cases/observe.h"
 #include "cases/rng.h"
 #include "cases/step_groups.h"
 #include "decode_case.h"
@@ -157,4 +160,30 @@ BOOST_AUTO_TEST_CASE(midpoint_groups) {
     for (uint32_t i = 1; i < kGroupSize; ++i)
       BOOST_TEST((f32_bits(dequantize_code(t, q.codes[i], q.scale_byte)) & 0xFFFFu) == 0x8000u);
   }
+}
+
+// Catches an l_tie construction (cases/l_tie.h) that no longer decides output bits by one
+// rounding of l * eo: in every format and both HDIMs the batch, merge and single cases must see
+// the FMA of that product at each site and the product one ulp down, whatever the format's V
+// values (turbo2v has no midpoint, so nothing else sees these entries reliably there).
+BOOST_AUTO_TEST_CASE(l_tie_cases_see_every_l_product) {
+  const int32_t L = int32_t(golden::kLTieLength);
+  for (const FormatTraits& t : kFormats)
+    for (uint32_t hdim : {128u, 256u})
+      for (uint32_t block : {16u, 2u}) {
+        golden::CaseSpec c;
+        c.kind = golden::CaseKind::decode;
+        c.format = t.format;
+        c.head_dim = hdim;
+        c.block_size = block;
+        c.seq_lens = block == 2 ? std::vector<int32_t>{L} : std::vector<int32_t>{L, L, L};
+        c.dist = golden::Dist::l_tie;
+        const auto cases = golden::build_cases(c, 0, 1, &sm90_profile());
+        std::vector<Variant> want;
+        for (const char* n : {"fma:batch-l", "fma:merge-l-ab", "fma:merge-l-cd", "ulp-:d-l-mul"})
+          if (block == 16) want.push_back(parse_variant(n));
+        if (block == 2) want.push_back(parse_variant("fma:single-l"));
+        const auto seen = golden::observed_entries(cases.back(), want, &sm90_profile());
+        BOOST_TEST(seen.size() == want.size(), t.name << " HDIM " << hdim << " block " << block);
+      }
 }

@@ -18,6 +18,7 @@
 #include "cases/finish_decode.h"
 #include "cases/fma_groups.h"
 #include "cases/large_pool.h"
+#include "cases/l_tie.h"
 #include "cases/mutant_models.h"
 #include "cases/observe.h"
 #include "cases/step_groups.h"
@@ -47,20 +48,8 @@ struct Pool {
   std::vector<int64_t> slots;               // token order for the writer
 };
 
-// Exact split of a binary32 x into three bf16 values whose sum in any order is exactly x:
-// hi = top 8 significant bits, mid = next 8, lo = the rest (truncation keeps signs equal).
-void split3(float x, uint16_t out[3]) {
-  const uint16_t hi = uint16_t(f32_bits(x) >> 16);
-  const float r1 = x - bf16_to_f32(hi);
-  const uint16_t mid = uint16_t(f32_bits(r1) >> 16);
-  const float r2 = r1 - bf16_to_f32(mid);
-  out[0] = hi;
-  out[1] = mid;
-  out[2] = uint16_t(f32_bits(r2) >> 16);
-  if (bf16_to_f32(out[0]) + bf16_to_f32(out[1]) + bf16_to_f32(out[2]) != x ||
-      (f32_bits(r2) & 0xFFFF) != 0)
-    throw std::logic_error("split3: " + std::to_string(x) + " is not a sum of three bf16");
-}
+// Specs whose q is 1.0 on dims 0..2 of every head and whose inv_sqrt_d is 1.
+bool one_hot3(Dist d) { return d == Dist::threshold || d == Dist::l_tie; }
 
 // The spec as built: threshold specs get their fixed sequences; checks what the builder needs.
 CaseSpec decode_spec(const CaseSpec& in, const std::string& name) {
@@ -68,6 +57,13 @@ CaseSpec decode_spec(const CaseSpec& in, const std::string& name) {
   // Threshold specs: singles (chunk 2) and batches (chunk 4) with anchor score 0 at each chunk start.
   spec.seq_lens = built_seq_lens(in);
   if (spec.dist == Dist::threshold) spec.sliding_window = 0;
+  if (spec.dist == Dist::l_tie)
+    for (int32_t L : spec.seq_lens)
+      if (L != int32_t(kLTieLength) || spec.sliding_window != 0 ||
+          (spec.block_size % 4 != 0 && spec.block_size > 3))
+        throw std::invalid_argument("decode spec " + name + ": l_tie needs seq_lens of " +
+                                    std::to_string(kLTieLength) +
+                                    ", sliding_window 0 and a block_size of 1 to 3 or a multiple of 4");
   // Generated cases launch the build the engine's dispatch picks (engine_hdim); a head_dim below
   // it is outside the contract and follows docs/spec.md section 5.1.
   if (spec.head_dim % kGroupSize != 0 || check_engine_head_dim(spec.head_dim))
@@ -142,8 +138,8 @@ DecodeParams decode_params(const CaseSpec& spec, uint32_t max_blocks) {
   p.num_kv_heads = H;
   p.head_dim = D;
   p.block_size = spec.block_size;
-  // sqrt is correctly rounded; threshold specs score k[0] + k[1] + k[2] unscaled
-  p.inv_sqrt_d = spec.dist == Dist::threshold ? 1.0f : float(1.0 / std::sqrt(double(D)));
+  // sqrt is correctly rounded; threshold and l_tie specs score k[0] + k[1] + k[2] unscaled
+  p.inv_sqrt_d = one_hot3(spec.dist) ? 1.0f : float(1.0 / std::sqrt(double(D)));
   p.q_stride = QH * D + spec.q_pad;
   p.sliding_window = spec.sliding_window;
   p.num_seqs = uint32_t(spec.seq_lens.size());
@@ -156,14 +152,14 @@ DecodeParams decode_params(const CaseSpec& spec, uint32_t max_blocks) {
 // = 1.5 * 2^127 does not.
 constexpr uint16_t kBf16Pow64 = 0x5F80, kBf16OneAndHalfPow63 = 0x5F40;
 
-// q rows [S, q_stride]: one-hot for threshold and tiny_rescale specs (the score is then exact),
-// nearly equal heads within a kv group for adversarial_skip; row padding poisoned.
+// q rows [S, q_stride]: one-hot for threshold, l_tie and tiny_rescale specs (the score is then
+// exact), nearly equal heads within a kv group for adversarial_skip; row padding poisoned.
 std::vector<uint16_t> make_queries(const CaseSpec& spec, const DecodeParams& p, Rng& rng) {
   const uint32_t D = p.head_dim, QH = p.num_q_heads;
   std::vector<uint16_t> q(uint64_t(p.num_seqs) * p.q_stride);
   for (uint32_t s = 0; s < p.num_seqs; ++s) {
     uint16_t* row = q.data() + uint64_t(s) * p.q_stride;
-    if (spec.dist == Dist::threshold) {  // score = k[0] + k[1] + k[2] of the kv head, exactly
+    if (one_hot3(spec.dist)) {  // score = k[0] + k[1] + k[2] of the kv head, exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) < 3 ? 0x3F80 : 0;
     } else if (spec.dist == Dist::tiny_rescale) {  // score = f32(k[0] * inv_sqrt_d), exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) == 0 ? 0x3F80 : 0;
@@ -253,7 +249,8 @@ void cancelling_row(SlotOwner o, uint32_t n, Rng& rng, std::vector<uint16_t>& ba
 // The K and V rows of every token, in the writer's token order [tokens, H*D] each.
 void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& pool,
                      const std::vector<uint16_t>& q, const std::vector<ThresholdProbe>& probes,
-                     Rng& rng, std::vector<uint16_t>& k_rows, std::vector<uint16_t>& v_rows) {
+                     const LTiePlan& tie, Rng& rng, std::vector<uint16_t>& k_rows,
+                     std::vector<uint16_t>& v_rows) {
   const uint32_t H = p.num_kv_heads, D = p.head_dim, n = H * D;
   const FormatTraits& t = traits(spec.format);
   k_rows.assign(pool.slots.size() * n, 0);
@@ -296,6 +293,8 @@ void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& po
         uint16_t x[kGroupSize];
         if (midpoint_group(t, uint64_t(o.seq) * 131 + g, x)) std::copy_n(x, kGroupSize, &vr[g * kGroupSize]);
       }
+    } else if (spec.dist == Dist::l_tie) {
+      l_tie_row(tie, uint32_t(o.seq), o.pos, D, kr.data(), vr.data(), n);
     } else if (spec.dist == Dist::cancelling) {
       cancelling_row(o, n, rng, base_rows, kr, vr);
     } else if (spec.dist == Dist::overflow_pair && o.pos == uint32_t(spec.seq_lens[o.seq]) / 2) {
@@ -340,6 +339,32 @@ void check_threshold_probes(const GoldenCase& dc, const std::vector<ThresholdPro
         throw std::logic_error(dc.name + ": threshold probe at seq " + std::to_string(s) + " pos " +
                                std::to_string(pos) + " skipped != expected");
     }
+}
+
+// Every row's l must be the plan's (else the construction no longer holds); the `exercises` text
+// of an l_tie case: both l and how many output elements each FMA of the tie's product changes.
+std::string check_l_tie(const GoldenCase& dc, const LTiePlan& tie, const Ex2Profile& ex2) {
+  for (float l : dc.d.diag.l)
+    if (f32_bits(l) != f32_bits(tie.l))
+      throw std::logic_error(dc.name + ": l_tie row l " + std::to_string(l) + " != planned " +
+                             std::to_string(tie.l));
+  char b[120];
+  std::snprintf(b, sizeof b, "; l = 0x%08x, 0x%08x with the tie's product fused or one ulp down;",
+                f32_bits(tie.l), f32_bits(tie.l_variant));
+  std::string ex = b;
+  const std::vector<uint8_t> expected = expected_bytes(dc);
+  for (const char* site : {"fma:batch-l", "fma:single-l", "fma:merge-l-ab", "fma:merge-l-cd"}) {
+    const std::vector<uint8_t> got = run_variant(dc, parse_variant(site), &ex2);
+    uint64_t changed = 0;
+    for (size_t i = 0; i + 1 < expected.size(); i += 2)
+      changed += got[i] != expected[i] || got[i + 1] != expected[i + 1];
+    if (!changed) continue;
+    ex += ' ';
+    ex += std::to_string(changed);
+    ex += " output elements change under ";
+    ex += site;
+  }
+  return ex;
 }
 
 // The probes of a threshold case, for its `exercises` text.
@@ -406,7 +431,8 @@ std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint
   std::vector<ThresholdProbe> probes;
   if (spec.dist == Dist::threshold) probes = threshold_probes(*ex2, spec.threshold);
   std::vector<uint16_t> k_rows, v_rows;
-  fill_token_rows(spec, in.p, pool, in.q, probes, rng, k_rows, v_rows);
+  const LTiePlan tie = spec.dist == Dist::l_tie ? l_tie_plan(traits(spec.format), *ex2) : LTiePlan{};
+  fill_token_rows(spec, in.p, pool, in.q, probes, tie, rng, k_rows, v_rows);
 
   CaseSpec wspec = spec;  // the linked writer case stores every token any sequence uses
   wspec.kind = CaseKind::writer;
@@ -425,6 +451,7 @@ std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint
   GoldenCase dc = finish_decode_case(std::move(in), wc, *ex2, &st);
   if (spec.dist == Dist::threshold) check_threshold_probes(dc, probes);
   dc.exercises = decode_exercises(spec, dc, pool.slots.size(), st, probes, *ex2);
+  if (spec.dist == Dist::l_tie) dc.exercises += check_l_tie(dc, tie, *ex2);
   std::vector<GoldenCase> pair = {std::move(wc), std::move(dc)};
   place_in_large_pool(spec, pair);
   return pair;

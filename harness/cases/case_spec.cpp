@@ -13,7 +13,8 @@ constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",   
                                                "threshold",      "ties",             "tiny_rescale",
                                                "fma_sensitive",  "rounding_sensitive",
                                                "step_sensitive", "cancelling",
-                                               "overflow_pair",  "rising_scores"};
+                                               "overflow_pair",  "rising_scores",
+                                               "l_tie"};
 constexpr const char* kLayoutNames[3] = {"sequential", "shuffled", "shared"};
 }  // namespace
 

@@ -48,8 +48,12 @@ enum class Dist {
                      // every step raises the running maximum, so every l and o update rescales
                      // (eo < 1); in both the warps' maxima differ in the merge; V: one row per
                      // sequence of bf16-midpoint groups (cases/step_groups.h), Gaussian for turbo2v
+  l_tie,             // decode: sequences of 64 positions whose l * eo makes the batch's first l
+                     // update an fp32 tie and whose V puts o * (1/l) across a bf16 midpoint, so
+                     // one rounding of that product decides output bits (cases/l_tie.h;
+                     // inv_sqrt_d = 1, one-hot q)
 };
-inline constexpr int kNumDists = 15;
+inline constexpr int kNumDists = 16;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 

@@ -182,9 +182,11 @@ namespace {
 
 bool is_bf16_midpoint(float v) { return (f32_bits(v) & 0xFFFFu) == 0x8000u; }
 
-// Element values CB[c] * gs(sb) for a group with one extreme element (code levels-1, which fixes
-// amax and so the scaling) and 15 elements of code c; the writer must give back c and sb.
-bool try_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out) {
+}  // namespace
+
+// Element values CB[c] * gs(sb): one extreme element (code levels-1, which fixes amax and so the
+// scaling) and 15 elements of code c; the writer must give back c and sb.
+bool craft_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out) {
   const float s = fp8e4m3_to_f32(sb);
   out[0] = f32_to_bf16(t.codebook[t.levels - 1] * s);
   for (uint32_t i = 1; i < kGroupSize; ++i) out[i] = f32_to_bf16(t.codebook[c] * s);
@@ -192,11 +194,9 @@ bool try_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out) {
   quantize_groups(t, out, 1, &q);
   if (q.scale_byte != sb) return false;
   for (uint32_t i = 1; i < kGroupSize; ++i)
-    if (q.codes[i] != c || !is_bf16_midpoint(dequantize_code(t, c, sb))) return false;
+    if (q.codes[i] != c) return false;
   return true;
 }
-
-}  // namespace
 
 bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out) {
   std::vector<std::pair<uint32_t, uint8_t>> found;
@@ -205,7 +205,7 @@ bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out) {
       if (is_bf16_midpoint(dequantize_code(t, c, uint8_t(sb)))) found.emplace_back(c, uint8_t(sb));
   for (size_t k = 0; k < found.size(); ++k) {
     const auto [c, sb] = found[(pick + k) % found.size()];
-    if (try_group(t, c, sb, out)) return true;
+    if (craft_group(t, c, sb, out)) return true;
   }
   return false;
 }

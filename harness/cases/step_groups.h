@@ -37,6 +37,11 @@ std::vector<std::array<uint16_t, kGroupSize>> inverse_scale_sensitive_groups(con
 
 namespace tqref::golden {
 
+// A V group (out[0..15], bf16) that the writer quantises to scale byte sb with code c in dims
+// 1..15 (dim 0 holds the extreme code, which fixes the scaling); false if no such group of this
+// construction exists for (c, sb).
+bool craft_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out);
+
 // A V group (out[0..15], bf16) whose dequantised values (fp16(CB[c]) * gs, as the decoder reads
 // them) are, in at least 15 of its 16 dims, exact bf16 rounding midpoints: an output that
 // averages such a value over positions lands on the midpoint up to the roundings of o, l and 1/l,

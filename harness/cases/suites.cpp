@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "cases/l_tie.h"
 #include "cases/model_table.h"
 #include "cases/observe.h"
 
@@ -246,6 +247,9 @@ std::vector<CaseSpec> flags() {
       for (int i = 0; i < 48; ++i) short_lens.push_back(i % 3 == 0 ? 64 : i % 3 == 1 ? 24 : 17);
       CaseSpec r = decode(t.format, D, 1, 16, 16, short_lens, 0, Dist::rising_scores);
       v.push_back(searched(r, 40, row_scale_entry));
+      const int32_t tie = int32_t(kLTieLength);  // batches, merges (blocks of 16); singles (2)
+      v.push_back(decode(t.format, D, 1, 1, 16, {tie, tie, tie}, 0, Dist::l_tie));
+      v.push_back(decode(t.format, D, 1, 1, 2, {tie}, 0, Dist::l_tie));
       CaseSpec o = decode(t.format, D, 1, 2, 16, {12, 13}, 0, Dist::overflow_pair);
       v.push_back(searched(o, 2, pair_fusion_entry));
       CaseSpec c = decode(t.format, D, 2, 2, 16, {64, 40, 29, 57, 16, 33, 48, 21, 64, 24, 40, 64},

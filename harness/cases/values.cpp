@@ -1,10 +1,27 @@
 #include "cases/values.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "tqref/numeric.h"
 
 namespace tqref::golden {
 
 uint16_t to_bf16(double x) { return f32_to_bf16(float(x)); }
+
+// hi = top 8 significant bits, mid = next 8, lo = the rest (truncation keeps signs equal).
+void split3(float x, uint16_t out[3]) {
+  const uint16_t hi = uint16_t(f32_bits(x) >> 16);
+  const float r1 = x - bf16_to_f32(hi);
+  const uint16_t mid = uint16_t(f32_bits(r1) >> 16);
+  const float r2 = r1 - bf16_to_f32(mid);
+  out[0] = hi;
+  out[1] = mid;
+  out[2] = uint16_t(f32_bits(r2) >> 16);
+  if (bf16_to_f32(out[0]) + bf16_to_f32(out[1]) + bf16_to_f32(out[2]) != x ||
+      (f32_bits(r2) & 0xFFFF) != 0)
+    throw std::logic_error("split3: " + std::to_string(x) + " is not a sum of three bf16");
+}
 
 namespace {
 

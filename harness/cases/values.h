@@ -12,6 +12,10 @@ namespace tqref::golden {
 // bf16 of a double, rounded twice (double -> float -> bf16), both correctly rounded.
 uint16_t to_bf16(double x);
 
+// Exact split of a binary32 x into three bf16 values whose sum in any order is exactly x (so a
+// score q.k with q one-hot on three dims is x). Throws std::logic_error if x is not such a sum.
+void split3(float x, uint16_t out[3]);
+
 // A token row of n = H*D values for K (or q) / V under `dist`. `row` indexes the token so that
 // structured distributions (ties, outliers) are reproducible per row. special_groups and the
 // score-constructing distributions (adversarial_skip, threshold, ties) are handled by the decode
