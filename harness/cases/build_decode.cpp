@@ -457,20 +457,39 @@ std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint
   return pair;
 }
 
-// The entries a searched spec must observe: its `observe` list, or every entry of its kernel.
-std::vector<Variant> search_targets(const CaseSpec& spec) {
-  std::vector<Variant> all = coverage_entries(spec.kind);
-  if (spec.observe.empty()) return all;
-  std::vector<Variant> t;
-  for (const std::string& n : spec.observe) t.push_back(parse_variant(n));
-  return t;
-}
+// What a searched spec looks for: coverage entries it must observe (its `observe` list, or every
+// entry of its kernel), or with `tell_apart` the pairs of those variants it must tell apart.
+struct SearchGoal {
+  std::vector<Variant> variants;
+  std::vector<std::string> targets;  // entry names, or "a|b" pairs
+  bool pairs = false;
+
+  explicit SearchGoal(const CaseSpec& spec) : pairs(!spec.tell_apart.empty()) {
+    if (pairs || !spec.observe.empty())
+      for (const std::string& n : pairs ? spec.tell_apart : spec.observe) variants.push_back(parse_variant(n));
+    else
+      variants = coverage_entries(spec.kind);
+    if (pairs) {
+      targets = rival_pairs(variants);
+    } else {
+      for (const Variant& v : variants) targets.push_back(v.name);
+    }
+  }
+  std::vector<std::string> reached(const GoldenCase& c, const Ex2Profile* ex2) const {
+    return pairs ? told_apart_pairs(c, variants, ex2) : observed_entries(c, variants, ex2);
+  }
+  std::string summary(size_t reached, const std::string& missing) const {
+    const std::string n = std::to_string(reached) + " of " + std::to_string(targets.size());
+    if (pairs) return "tells apart " + n + " rival pairs" + (missing.empty() ? "" : "; not told apart: " + missing);
+    return "observes " + n + " entries" + (missing.empty() ? "" : "; not observed: " + missing);
+  }
+};
 
 // A searched spec (CaseSpec::search_attempts): seeds derived from the case seed in turn; the
-// case that observes every target, else the one that observes most (the first of equals).
+// case that reaches every target of its goal, else the one that reaches most (the first of equals).
 std::vector<GoldenCase> build_searched(const CaseSpec& spec, uint64_t index, uint64_t seed,
-                                              const Ex2Profile* ex2) {
-  const std::vector<Variant> targets = search_targets(spec);
+                                       const Ex2Profile* ex2) {
+  const SearchGoal goal(spec);
   std::vector<GoldenCase> best;
   std::vector<std::string> best_seen;
   uint32_t best_attempt = 0;
@@ -478,24 +497,22 @@ std::vector<GoldenCase> build_searched(const CaseSpec& spec, uint64_t index, uin
   for (uint32_t a = 0; a < spec.search_attempts; ++a) {
     const uint64_t s = a == 0 ? seed : splitmix64(state) & 0x7FFFFFFFFFFFFFFFull;
     std::vector<GoldenCase> cases = build_once(spec, index, s, ex2);
-    std::vector<std::string> seen = observed_entries(cases.back(), targets, ex2);
+    std::vector<std::string> seen = goal.reached(cases.back(), ex2);
     if (best.empty() || seen.size() > best_seen.size()) {
       best = std::move(cases);
       best_seen = std::move(seen);
       best_attempt = a;
     }
-    if (best_seen.size() == targets.size()) break;
+    if (best_seen.size() == goal.targets.size()) break;
   }
   std::string missing;
-  for (const Variant& v : targets)
-    if (std::find(best_seen.begin(), best_seen.end(), v.name) == best_seen.end())
-      missing += (missing.empty() ? "" : " ") + v.name;
+  for (const std::string& t : goal.targets)
+    if (std::find(best_seen.begin(), best_seen.end(), t) == best_seen.end())
+      missing += (missing.empty() ? "" : " ") + t;
   best.back().exercises += "; searched against the variants (docs/variants.md): attempt " +
                            std::to_string(best_attempt + 1) + " of at most " +
-                           std::to_string(spec.search_attempts) + " observes " +
-                           std::to_string(best_seen.size()) + " of " +
-                           std::to_string(targets.size()) + " entries" +
-                           (missing.empty() ? "" : "; not observed: " + missing);
+                           std::to_string(spec.search_attempts) + " " +
+                           goal.summary(best_seen.size(), missing);
   return best;
 }
 

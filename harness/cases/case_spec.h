@@ -94,9 +94,12 @@ struct CaseSpec {
   std::string label;                 // where the geometry comes from (a model name of
                                      // data/models/attention.yaml); appended to the case name
   // > 0: the builder draws the case from this many seeds in turn and keeps the first that
-  // observes every entry of `observe` (cases/observe.h), else the one that observes most.
+  // observes every entry of `observe` (cases/observe.h), else the one that observes most; with
+  // `tell_apart`, the first that tells every pair of those variants apart, else the one that
+  // tells most pairs apart (the case that settles a tie of the failure anatomy).
   uint32_t search_attempts = 0;
   std::vector<std::string> observe;  // coverage entry names; empty: every entry of the kernel
+  std::vector<std::string> tell_apart;  // variant names (tqref/variant.h), two or more
 };
 
 // The sequences a decode spec builds: threshold specs get fixed ones, 16 and 32 positions (one

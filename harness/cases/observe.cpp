@@ -92,6 +92,24 @@ bool variant_observed(const GoldenCase& c, const Variant& v, const Ex2Profile* e
   return run_variant(c, v, ex2) != expected_bytes(c);
 }
 
+std::vector<std::string> rival_pairs(const std::vector<Variant>& rivals) {
+  std::vector<std::string> pairs;
+  for (size_t i = 0; i < rivals.size(); ++i)
+    for (size_t j = i + 1; j < rivals.size(); ++j) pairs.push_back(rivals[i].name + "|" + rivals[j].name);
+  return pairs;
+}
+
+std::vector<std::string> told_apart_pairs(const GoldenCase& c, const std::vector<Variant>& rivals,
+                                          const Ex2Profile* ex2) {
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const Variant& v : rivals) bytes.push_back(run_variant(c, v, ex2));
+  std::vector<std::string> apart;
+  for (size_t i = 0; i < rivals.size(); ++i)
+    for (size_t j = i + 1; j < rivals.size(); ++j)
+      if (bytes[i] != bytes[j]) apart.push_back(rivals[i].name + "|" + rivals[j].name);
+  return apart;
+}
+
 std::vector<std::string> observed_entries(const GoldenCase& c, const std::vector<Variant>& entries,
                                           const Ex2Profile* ex2) {
   const std::vector<uint8_t> expected = expected_bytes(c);

@@ -33,6 +33,13 @@ std::vector<uint8_t> expected_bytes(const GoldenCase& c);
 // Whether v changes at least one byte of what the case's kernel writes.
 bool variant_observed(const GoldenCase& c, const Variant& v, const Ex2Profile* ex2);
 
+// "a|b" for every pair of `rivals` (in order, a before b): the names of tie:a|b.
+std::vector<std::string> rival_pairs(const std::vector<Variant>& rivals);
+
+// The pairs of rival_pairs(rivals) on which the two variants write different bytes in this case.
+std::vector<std::string> told_apart_pairs(const GoldenCase& c, const std::vector<Variant>& rivals,
+                                          const Ex2Profile* ex2);
+
 // The names of the entries of `entries` that the case observes.
 std::vector<std::string> observed_entries(const GoldenCase& c, const std::vector<Variant>& entries,
                                           const Ex2Profile* ex2);

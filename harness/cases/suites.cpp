@@ -1,5 +1,6 @@
 #include "cases/suites.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cases/l_tie.h"
@@ -263,6 +264,20 @@ std::vector<CaseSpec> flags() {
 }
 
 }  // namespace
+
+std::vector<CaseSpec> tell_apart_specs(const std::vector<std::string>& rivals, CaseKind kind,
+                                       Format format, uint32_t hdim, uint32_t attempts) {
+  std::vector<CaseSpec> v;
+  for (CaseSpec s : flags()) {
+    if (s.kind != kind || s.format != format || (kind == CaseKind::decode && s.head_dim != hdim))
+      continue;
+    s.search_attempts = std::max(s.search_attempts, attempts);
+    s.observe.clear();
+    s.tell_apart = rivals;
+    v.push_back(std::move(s));
+  }
+  return v;
+}
 
 std::vector<CaseSpec> suite_specs(const std::string& name) {
   if (name == "smoke") return smoke();

@@ -11,6 +11,11 @@ namespace tqref::golden {
 // "smoke", "standard", "stress", "models" (the built-in model table), "pools", "flags"; throws
 // std::invalid_argument on an unknown name.
 std::vector<CaseSpec> suite_specs(const std::string& name);
+// The flags suite's specs of one kernel (a writer: hdim 0), each searched over `attempts` seeds
+// for a case that tells every pair of `rivals` (variant names, tqref/variant.h) apart: the case
+// that settles a tie of the failure anatomy (`tqref generate --tell-apart`).
+std::vector<CaseSpec> tell_apart_specs(const std::vector<std::string>& rivals, CaseKind kind,
+                                       Format format, uint32_t hdim, uint32_t attempts);
 struct ModelGeometry;
 // The models suite of a model table (model_table.h, docs/models.md): per model a writer spec, a
 // decode spec with its head counts, one per sliding window, and for some a long full-attention one.

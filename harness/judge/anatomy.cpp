@@ -14,7 +14,9 @@ std::string ranges_text(const std::vector<uint32_t>& v, size_t max_ranges) {
     size_t j = i;
     while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
     if (n++ == max_ranges) return t + ", ...";
-    t += (t.empty() ? "" : ", ") + std::to_string(v[i]) + (j > i ? "-" + std::to_string(v[j]) : "");
+    if (!t.empty()) t += ", ";
+    t += std::to_string(v[i]);
+    if (j > i) t += '-' + std::to_string(v[j]);
     i = j + 1;
   }
   return t.empty() ? "none" : t;
@@ -71,6 +73,32 @@ std::string few_note(const HypothesisReport& h) {
   return "; rests on " + count_of(h.spec_differing, h.unit) + " that differ from the contract";
 }
 
+// What settles a tie of variants: the tell-apart command for this case's kernel, which the
+// anatomy cannot run itself (it would need the kernel under test on the new cases). Rivals that
+// are not all variants (mutant models, EX2 units) get the general advice.
+std::string tell_apart_hint(const GoldenCase& c, const std::vector<std::string>& ids) {
+  std::string rivals;
+  for (const std::string& id : ids) {
+    if (id.rfind("variant:", 0) != 0)
+      return "; a case on which they differ tells them apart (the flags suite's searched cases "
+             "observe each variant: tqref coverage names them)";
+    if (!rivals.empty()) rivals += ',';
+    rivals += id.substr(8);
+  }
+  std::string hint = "; to tell them apart, generate cases on which they differ and check them on "
+                     "this kernel: tqref tell-apart --kernel ";
+  hint += c.kind == CaseKind::decode ? "decode:" : "writer:";
+  hint += traits(c.format).name;
+  if (c.kind == CaseKind::decode) {
+    hint += ':';
+    hint += std::to_string(c.d.p.hdim);
+  }
+  hint += " --rivals ";
+  hint += rivals;
+  hint += " --out apart.h5";
+  return hint;
+}
+
 }  // namespace
 
 void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, const ExplainOptions& o) {
@@ -119,8 +147,7 @@ void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, c
                 " hypotheses alike: " + h.reproduced[0] + " (" + suspect + ")";
     for (size_t i = 1; i < h.reproduced.size(); ++i)
       e.verdict += "; " + h.reproduced[i] + " (" + what_of(h, h.reproduced[i]) + ")";
-    e.verdict += "; a case on which they differ tells them apart (the flags suite's searched "
-                 "cases observe each variant: tqref coverage names them)" + few_note(h) + scope;
+    e.verdict += tell_apart_hint(c, h.reproduced) + few_note(h) + scope;
   } else {
     if (only_structural && !first_structural.empty()) e.diagnosis = "structural:" + first_structural;
     else if (!a.pattern.empty()) e.diagnosis = "pattern:" + a.pattern;

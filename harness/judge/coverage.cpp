@@ -53,7 +53,12 @@ Coverage empty_coverage() {
   return c;
 }
 
-void add_coverage(Coverage& cov, const std::string& file, bool first) {
+namespace {
+
+// Calls fn(case, ex2, "<file>:<case>") for every case of a golden file of the contract whose
+// launch lies inside the contract.
+template <class Fn>
+void for_each_contract_case(const std::string& file, Fn fn) {
   h5::Node root = h5::Node::open_file(file);
   const Provenance prov = read_provenance(root);
   // Entries are changes of the contract: on a file of another variant every case would "see"
@@ -66,16 +71,33 @@ void add_coverage(Coverage& cov, const std::string& file, bool first) {
   for (const std::string& name : cases.children()) {
     const GoldenCase c = read_case(cases, name, false);
     if (c.kind == CaseKind::decode && !decode_in_contract(c.d.p.head_dim, c.d.p.hdim)) continue;
+    fn(c, ex2 ? &*ex2 : nullptr, file + ":" + name);
+  }
+}
+
+}  // namespace
+
+void add_coverage(Coverage& cov, const std::string& file, bool first) {
+  for_each_contract_case(file, [&](const GoldenCase& c, const Ex2Profile* ex2, const std::string& where) {
     KernelCoverage& kc = cov.kernels[{c.kind, c.format, c.kind == CaseKind::decode ? c.d.p.hdim : 0}];
     ++kc.cases;
     const std::vector<Variant> entries = coverage_entries(c.kind);
     const std::vector<uint8_t> expected = expected_bytes(c);
     for (size_t i = 0; i < entries.size(); ++i) {
       if (first && !kc.entries[i].cases.empty()) continue;
-      if (run_variant(c, entries[i], ex2 ? &*ex2 : nullptr) != expected)
-        kc.entries[i].cases.push_back(file + ":" + name);
+      if (run_variant(c, entries[i], ex2) != expected) kc.entries[i].cases.push_back(where);
     }
-  }
+  });
+}
+
+std::map<std::string, std::vector<std::string>> told_apart_in_file(const std::string& file,
+                                                                   const std::vector<Variant>& rivals) {
+  std::map<std::string, std::vector<std::string>> by_pair;
+  for (const std::string& p : rival_pairs(rivals)) by_pair[p];
+  for_each_contract_case(file, [&](const GoldenCase& c, const Ex2Profile* ex2, const std::string& where) {
+    for (const std::string& p : told_apart_pairs(c, rivals, ex2)) by_pair[p].push_back(where);
+  });
+  return by_pair;
 }
 
 }  // namespace tqref::golden

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/golden_case.h"
+#include "tqref/variant.h"
 
 namespace tqref::golden {
 
@@ -42,5 +43,11 @@ Coverage empty_coverage();
 // already observed is not run again (one case per entry; much faster). Throws BadCase for a file
 // generated with --model-variant (its expectations are not the contract's).
 void add_coverage(Coverage& cov, const std::string& file, bool first);
+
+// For every pair "a|b" of rivals (cases/observe.h rival_pairs), the cases of the file ("<file>:
+// <case>") on which the two variants write different bytes; a pair no case tells apart maps to an
+// empty list. Throws BadCase for a file generated with --model-variant.
+std::map<std::string, std::vector<std::string>> told_apart_in_file(const std::string& file,
+                                                                   const std::vector<Variant>& rivals);
 
 }  // namespace tqref::golden
