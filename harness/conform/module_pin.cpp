@@ -91,7 +91,8 @@ ModulePin pin_module(const ModuleResult& m) {
                 " and changes none of its passing cases";
   else if (p.consistent.size() > 1)
     p.verdict = "not pinned: " + join(p.consistent) + " each reproduce all " + n +
-                " and change no passing case (a tie)";
+                " and change no passing case (a tie; `tqref tell-apart`, which the failing cases' "
+                "verdicts spell out, makes cases that settle it)";
   else
     p.verdict = "not pinned by a variant: " + join(p.reproduce_all) + " reproduce all " + n;
   if (!p.refuted.empty()) p.verdict += "; refuted by passing cases: " + join(p.refuted);
