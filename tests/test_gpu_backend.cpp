@@ -25,6 +25,9 @@
 #include "judge/launch_buffers.h"
 #include "judge/level_t.h"
 #include "tqref/numeric.h"
+#if TQREF_HAVE_BUILTIN_KERNELS
+#include "tqref/builtin_kernels.h"
+#endif
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
 #include "gpu/launch.h"
@@ -217,6 +220,23 @@ BOOST_AUTO_TEST_CASE(packer_matches_our_kernels_ptx) {
 // Would catch: `--backend gpu` on a machine without a GPU crashing, hanging, passing silently or
 // returning another exit code than kExitNoDevice (4). Checked before the file is read, so the
 // message does not depend on data. On a machine with a GPU the no-device path cannot be taken.
+// Catches a module of the list in builtin_kernels.h that the generated lookup (from CMake's
+// TQREF_MODULES) does not embed, or embeds as something other than a fatbin.
+BOOST_AUTO_TEST_CASE(every_builtin_module_is_embedded) {
+#if TQREF_HAVE_BUILTIN_KERNELS
+  for (const auto& m : tqref::kernels::kBuiltinModules) {
+    const auto bytes = tqref::kernels::builtin_fatbin(m.name);
+    BOOST_TEST_REQUIRE(bytes.size() > 8u, m.name);
+    uint32_t magic = 0;
+    std::memcpy(&magic, bytes.data(), 4);
+    BOOST_TEST(magic == 0xBA55ED50u, m.name);  // the fatbin container's magic
+  }
+  BOOST_TEST(tqref::kernels::builtin_fatbin("no_such_module").empty());
+#else
+  BOOST_TEST_MESSAGE("skipped: built without CUDA, no embedded modules");
+#endif
+}
+
 BOOST_AUTO_TEST_CASE(backend_gpu_without_device_exits_4) {
 #if TQREF_HAVE_GPU
   std::string why;
