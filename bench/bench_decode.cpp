@@ -118,7 +118,7 @@ double verify_and_skip_share(Shape& s) {
 
 void BM_paged_decode_model(benchmark::State& state) {
   const bool fast = state.range(0) != 0;
-  const Format fmt = Format(state.range(1));
+  const Format fmt = kFormats[state.range(1)].format;
   const uint32_t hdim = uint32_t(state.range(2)), gqa = uint32_t(state.range(4));
   const int threads = int(state.range(3));
   const Ex2Profile& ex2 = state.range(5) ? bench::sm90_measured_table() : bench::sm90_datapath();
@@ -148,7 +148,7 @@ void repeated(benchmark::internal::Benchmark* b) {
 // Every format x HDIM x 1, 2 threads at GQA 4, scalar and fast, EX2 as the datapath.
 BENCHMARK(BM_paged_decode_model)
     ->ArgNames({"fast", "format", "hdim", "threads", "gqa", "ex2_table"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2}, {128, 256}, {1, 2}, {4}, {0}})
+    ->ArgsProduct({{0, 1}, bench::format_indices(), {128, 256}, {1, 2}, {4}, {0}})
     ->Apply(repeated);
 // Without sharing between q heads (MHA, GQA 1), one thread.
 BENCHMARK(BM_paged_decode_model)

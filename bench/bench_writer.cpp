@@ -102,7 +102,7 @@ void BM_reshape_and_cache_model(benchmark::State& state) {
 // Repetitions with a "min" row, as bench_decode.
 BENCHMARK(BM_reshape_and_cache_model)
     ->ArgNames({"fast", "format", "threads"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1}, bench::format_indices(), {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Repetitions(5)

@@ -8,6 +8,7 @@
 #include "analysis/study/study.h"
 #include "analysis/study/table.h"
 #include "tqref/ex2.h"
+#include "tqref/format.h"
 
 namespace tqref::study {
 
@@ -36,6 +37,8 @@ std::vector<std::string> decode_columns();
 // 64 .. 8192 (a shorter list with --quick). Appends the table "decode_error".
 void run_decode_synthetic(const StudyOptions& o, const Ex2Profile& ex2, std::vector<Table>& out);
 
-inline const std::vector<float> kThresholds = {0.0f, 1e-4f, 1e-3f, 1e-2f};
+// The sparse-V thresholds the studies sweep: none, 1e-4, the kernels' default (tqref/format.h),
+// 1e-2.
+inline const std::vector<float> kThresholds = {0.0f, 1e-4f, kSparseVThreshold, 1e-2f};
 
 }  // namespace tqref::study

@@ -115,7 +115,7 @@ po::options_description check_options(CheckArgs& a) {
       "launch-timeout", po::value(&a.ga.launch_timeout),
       "gpu: seconds one kernel launch may run before it is reported as hung (default 60)")(
       "threshold", po::value(&a.ga.threshold),
-      "gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with (default 1e-3)")(
+      threshold_help("gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with").c_str())(
       "variant", po::value(&a.ga.variant),
       "gpu: decode cases through the built-in GQA or floor decoders (gqa, floor; docs/kernels.md) "
       "instead of the reference-order ones");

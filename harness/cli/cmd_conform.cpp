@@ -311,8 +311,8 @@ int cmd_conform(const std::vector<std::string>& args) {
       "(default smoke,standard,real)")(
       "out", po::value(&a.out), "report directory (default ./conform-report)")(
       "hdim", po::value(&a.hdim)->multitoken(), "MODULE=128|256: a decoder module's HDIM (default: probed)")(
-      "threshold", po::value(&a.threshold), "TQ_PLUS_SPARSE_V_THRESHOLD the decoders were built with "
-      "(default 1e-3)")(
+      "threshold", po::value(&a.threshold),
+      threshold_help("TQ_PLUS_SPARSE_V_THRESHOLD the decoders were built with").c_str())(
       "calibrate", po::bool_switch(&a.calibrate), "measure this GPU's EX2 unit first (tqref calibrate ex2)")(
       "device", po::value(&a.device), "CUDA device ordinal (default 0)")(
       "show", po::value(&a.show), "mismatch lines per failing case (default 4)")(

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "tqref/format.h"
 #include "tqref/model_path.h"
 #if TQREF_HAVE_GPU
 #include "gpu/driver.h"
@@ -97,6 +98,16 @@ bool require_gpu(const std::string& command, const std::string& hint) {
   if (why.empty()) return true;
   std::fprintf(stderr, "%s: no usable GPU: %s.%s\n", command.c_str(), why.c_str(), hint.c_str());
   return false;
+}
+
+std::string threshold_help(const std::string& what) {
+  char d[32];
+  std::snprintf(d, sizeof d, "%g", double(kSparseVThreshold));
+  std::string help = what;
+  help += " (default ";
+  help += d;
+  help += ')';
+  return help;
 }
 
 }  // namespace tqref::cli

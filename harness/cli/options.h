@@ -36,6 +36,10 @@ bool apply_model_option(const std::string& command, const std::string& value);
 // CUDA, no driver, or a driver that reports 0 devices). Asked before any file is read.
 std::string gpu_unavailable();
 
+// The help text of a --threshold option: `what`, then the default, kSparseVThreshold
+// (tqref/format.h), as the kernels' source writes it.
+std::string threshold_help(const std::string& what);
+
 // true when a GPU can be used; else false after "<command>: no usable GPU: <why>.<hint>" on
 // stderr, and the caller returns kExitNoDevice.
 bool require_gpu(const std::string& command, const std::string& hint = "");
