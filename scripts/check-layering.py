@@ -17,8 +17,9 @@ import sys
 import tempfile
 
 # Folder -> the folders its sources may include and its libraries may link, besides itself.
-# The chain: model <- io <- {capture, cases, study} ; cases <- judge <- conform <- gpu <- bench/gpu;
-# the CLI on top of everything. kernels/ is the GPU implementation (its embedded fatbins).
+# The chain: model <- io <- {capture, cases, study} ; cases <- judge <- {anatomy, testing, conform};
+# {anatomy, conform} <- gpu <- bench/gpu; the CLI on top of everything. kernels/ is the GPU
+# implementation (its embedded fatbins).
 BELOW_CASES = {"model", "harness/io"}
 ALLOWED = {
     "model": set(),
@@ -27,9 +28,12 @@ ALLOWED = {
     "analysis/study": BELOW_CASES,
     "harness/cases": BELOW_CASES,
     "harness/judge": BELOW_CASES | {"harness/cases"},
+    "harness/anatomy": BELOW_CASES | {"harness/cases", "harness/judge"},
+    "harness/testing": BELOW_CASES | {"harness/cases", "harness/judge"},
     "harness/conform": BELOW_CASES | {"harness/cases", "harness/judge"},
-    "harness/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/conform", "kernels"},
-    "bench/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/gpu", "kernels"},
+    "harness/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/anatomy", "harness/conform",
+                                  "kernels"},
+    "bench/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/anatomy", "harness/gpu", "kernels"},
 }
 ALLOWED["harness/cli"] = set(ALLOWED) | {"kernels"}
 # The C interface of the Python API: a top layer beside the CLI, on the host stages only.
@@ -45,6 +49,7 @@ GENERATED = {"tqref/build_info.h": "harness/io"}
 TARGETS = {
     "tqref_model": "model", "tqref_io": "harness/io", "tqref_capture": "harness/capture",
     "tqref_cases": "harness/cases", "tqref_judge": "harness/judge",
+    "tqref_anatomy": "harness/anatomy", "tqref_testing": "harness/testing",
     "tqref_conform": "harness/conform", "tqref_gpu": "harness/gpu",
     "tqref_kernels_fatbin": "kernels", "tqref_study": "analysis/study",
     "tqref_gpu_bench": "bench/gpu", "tqref_c": "python/capi",

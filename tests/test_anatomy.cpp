@@ -1,4 +1,4 @@
-// Failure anatomy (harness/judge/anatomy.h, hypotheses.h): every fault of judge/faults.h gets an
+// Failure anatomy (harness/anatomy/anatomy.h, hypotheses.h): every fault of testing/faults.h gets an
 // anatomy sentence and a verdict that names it, through the model backend on the committed smoke
 // file (thresh-ge on the generated 2^-10 config); the lane / VEC-slot attribution of the
 // sentence; and hypotheses reproducing kernels built here independently of hypotheses.cpp.
@@ -12,9 +12,9 @@
 
 #include "golden_file_cases.h"
 #include "io/case_io.h"
-#include "judge/anatomy.h"
+#include "anatomy/anatomy.h"
 #include "judge/ex2_for_file.h"
-#include "judge/faults.h"
+#include "testing/faults.h"
 #include "judge/judge_case.h"
 #include "judge/level_i_variants.h"
 #include "judge/report.h"
@@ -36,7 +36,8 @@ std::map<std::string, size_t> diagnoses(const GoldenFileCases& cs, Fault f, size
   std::map<std::string, size_t> seen;
   *failing = 0;
   for (GoldenCase c : cs.cases) {
-    const JudgedCase j = run_and_judge(c, *backend, Ex2Source{}, &*cs.ex2, false, LevelTOptions{});
+    const JudgedCase j = run_and_judge(c, *backend, Ex2Source{}, &*cs.ex2, false, LevelTOptions{},
+                                         OutOfContractLevel::T, explain_with_known_units);
     if (j.verdict.pass) continue;
     ++*failing;
     const Explanation& e = j.verdict.explanation;

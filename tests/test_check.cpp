@@ -12,7 +12,7 @@
 #include "io/case_io.h"
 #include "judge/compare.h"
 #include "judge/ex2_for_file.h"
-#include "judge/faults.h"
+#include "testing/faults.h"
 #include "judge/report.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // Level I (harness/judge/level_i.h): the model is invariant under every variant on the committed
-// smoke file; each injected invariance fault (judge/faults.h) breaks exactly the property it
+// smoke file; each injected invariance fault (testing/faults.h) breaks exactly the property it
 // was made for, through the model backend, and is named by the level I diagnosis; the V pool
 // repacking that the padded-block variants rely on is lossless; `tqref check --level I`.
 #define BOOST_TEST_MODULE test_level_i
@@ -13,7 +13,7 @@
 #include "io/case_io.h"
 #include "io/report_doc.h"
 #include "judge/ex2_for_file.h"
-#include "judge/faults.h"
+#include "testing/faults.h"
 #include "judge/level_i.h"
 #include "judge/level_i_variants.h"
 

@@ -16,8 +16,9 @@
 #include "io/atomic_output.h"
 #include "io/case_io.h"
 #include "io/report_doc.h"
+#include "anatomy/anatomy.h"
 #include "judge/ex2_for_file.h"
-#include "judge/faults.h"
+#include "testing/faults.h"
 #include "judge/judge_case.h"
 #include "judge/level_i.h"
 #include "judge/level_t.h"
@@ -256,7 +257,8 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
       v = level_i_case_verdict(t.iverdicts.back());
       printed = true;
     } else {
-      JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt, a.ooc, !a.no_explain);
+      JudgedCase j = run_and_judge(c, backend, ex2_src, ex2p, level_t, a.topt, a.ooc,
+                                   a.no_explain ? nullptr : explain_with_known_units);
       v = std::move(j.verdict);
       if (j.tolerance) {
         t.tverdicts.push_back(std::move(*j.tolerance));

@@ -1,5 +1,5 @@
 // What a module does differently, across every case it ran (docs/variants.md, "Pinning"): the
-// hypotheses that reproduce each of its failing cases bit for bit (judge/hypotheses.h names them
+// hypotheses that reproduce each of its failing cases bit for bit (anatomy/hypotheses.h names them
 // per case), and, for those that are variants of the contract, whether they also leave every
 // passing case of the module's kernels as the contract has it (the CPU model on the suite files
 // again). A case-level tie is often broken here: a rival that reproduces the failures but would

@@ -12,6 +12,7 @@
 #include "io/ex2_profile_io.h"
 #include "io/sha256.h"
 #include "tqref/builtin_kernels.h"
+#include "anatomy/anatomy.h"
 #include "judge/ex2_for_file.h"
 #include "judge/judge_case.h"
 #include "judge/report.h"
@@ -130,7 +131,8 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
         ++su.skipped_per_kernel[kernel];
         continue;
       }
-      golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt, o.out_of_contract);
+      golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt, o.out_of_contract,
+                                                          golden::explain_with_known_units);
       bool failed = !j.verdict.pass;
       if (failed)
         std::fputs(j.tolerance ? (golden::level_t_text(*j.tolerance) + golden::explanation_text(j.verdict.explanation)).c_str()

@@ -2,9 +2,7 @@
 
 #include <chrono>
 
-#include "judge/anatomy.h"
 #include "judge/ex2_expectation.h"
-#include "judge/ex2_for_file.h"
 
 namespace tqref::golden {
 
@@ -14,7 +12,7 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
-                         OutOfContractLevel ooc, bool explain) {
+                         OutOfContractLevel ooc, ExplainFn explain) {
   JudgedCase j;
   const bool against_fp64 = out_of_contract(c) && ooc == OutOfContractLevel::T;
   const bool tolerance = (level_t && c.kind == CaseKind::decode) || against_fp64;
@@ -39,12 +37,7 @@ JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
   // The anatomy compares with c's expectation: exact cases were aligned to the backend's unit
   // above; at level T the stored one is the model's only when the model runs with the file's unit.
   const Ex2Profile* model_ex2 = level_t_model_ex2(src, file_ex2);
-  if (explain && !j.verdict.pass && (!tolerance || model_ex2 == file_ex2)) {
-    ExplainOptions eo;
-    eo.ex2 = model_ex2;
-    for (const Ex2Profile& p : known_ex2_units()) eo.other_ex2.push_back(&p);
-    explain_failure(c, r, j.verdict, eo);
-  }
+  if (explain && !j.verdict.pass && (!tolerance || model_ex2 == file_ex2)) explain(c, r, j.verdict, model_ex2);
   return j;
 }
 

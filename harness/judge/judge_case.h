@@ -28,10 +28,13 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 // backend reported from decode_ex2(). A decode case outside the contract (dispatch.h) is judged
 // at level T against fp64 (`ooc` T; c must then be read with diagnostics) or like any other case
 // against the extension of docs/spec.md section 5.1 (`ooc` D); its verdict carries the note.
-// `explain`: a failing case gets its failure anatomy (anatomy.h; the model re-run once per
-// hypothesis), with every EX2 unit of known_ex2_units() as the "another EX2 profile" hypotheses.
+// `explain` (non-null): called for a failing case whose expectation the model reproduces with
+// `model_ex2`, to fill its explanation: the failure anatomy (anatomy/anatomy.h
+// explain_with_known_units) sits above this layer and is passed in by the caller.
+using ExplainFn = void (*)(const GoldenCase& c, const CaseResult& r, CaseVerdict& v,
+                           const Ex2Profile* model_ex2);
 JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
-                         OutOfContractLevel ooc = OutOfContractLevel::T, bool explain = true);
+                         OutOfContractLevel ooc = OutOfContractLevel::T, ExplainFn explain = nullptr);
 
 }  // namespace tqref::golden

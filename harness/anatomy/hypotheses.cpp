@@ -1,4 +1,4 @@
-#include "judge/hypotheses.h"
+#include "anatomy/hypotheses.h"
 
 #include <algorithm>
 #include <cstring>

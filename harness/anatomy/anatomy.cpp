@@ -1,9 +1,10 @@
-#include "judge/anatomy.h"
+#include "anatomy/anatomy.h"
 
 #include <set>
 
-#include "judge/anatomy_parts.h"
-#include "judge/hypotheses.h"
+#include "anatomy/anatomy_parts.h"
+#include "anatomy/hypotheses.h"
+#include "judge/ex2_for_file.h"
 
 namespace tqref::golden {
 
@@ -173,6 +174,14 @@ void explain_failure(const GoldenCase& c, const CaseResult& r, CaseVerdict& v, c
   e.sentence = what + ": suspect " + suspect;
   e.json = {{"diagnosis", e.diagnosis}, {"sentence", e.sentence}, {"verdict", e.verdict}, {"facts", a.json}};
   if (tested) e.json["hypotheses"] = hypotheses_json(h);
+}
+
+void explain_with_known_units(const GoldenCase& c, const CaseResult& r, CaseVerdict& v,
+                              const Ex2Profile* model_ex2) {
+  ExplainOptions eo;
+  eo.ex2 = model_ex2;
+  for (const Ex2Profile& p : known_ex2_units()) eo.other_ex2.push_back(&p);
+  explain_failure(c, r, v, eo);
 }
 
 }  // namespace tqref::golden

@@ -1,4 +1,4 @@
-#include "judge/faults.h"
+#include "testing/faults.h"
 
 #include <cstring>
 #include <map>

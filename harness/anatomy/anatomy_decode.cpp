@@ -6,7 +6,7 @@
 #include <functional>
 #include <optional>
 
-#include "judge/anatomy_parts.h"
+#include "anatomy/anatomy_parts.h"
 #include "tqref/decode.h"
 
 namespace tqref::golden {

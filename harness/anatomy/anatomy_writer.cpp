@@ -5,7 +5,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "judge/anatomy_parts.h"
+#include "anatomy/anatomy_parts.h"
 #include "judge/level_i_variants.h"
 
 namespace tqref::golden {

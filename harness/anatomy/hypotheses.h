@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "judge/anatomy.h"
+#include "anatomy/anatomy.h"
 
 namespace tqref::golden {
 

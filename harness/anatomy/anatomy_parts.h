@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "io/report_doc.h"
-#include "judge/anatomy.h"
+#include "anatomy/anatomy.h"
 
 namespace tqref::golden {
 
