@@ -10,7 +10,10 @@
 #include "cases/builders.h"
 #include "cases/rng.h"
 #include "cases/spec_checks.h"
+#include "cases/suites.h"
 #include "io/memory_budget.h"
+#include "tqref/build_info.h"
+#include "tqref/model_path.h"
 
 namespace tqref::golden {
 
@@ -79,5 +82,31 @@ std::string canonical_command_line(const std::string& suite, uint64_t seed, uint
   r += " --seed " + std::to_string(seed);
   if (shard_count != 1) r += " --shard " + std::to_string(shard_index) + "/" + std::to_string(shard_count);
   return r;
+}
+
+Provenance new_provenance(const std::vector<CaseSpec>& specs, const std::string& suite,
+                          const std::string& command_line) {
+  Provenance prov;
+  prov.tqref_version = kVersion;
+  prov.git_commit = kGitCommit;
+  // Suites use the default THRESH; a --config file has at most one `threshold` value.
+  prov.threshold = specs.empty() ? kSparseVThreshold : specs.front().threshold;
+  prov.suite = suite;
+  prov.command_line = command_line;
+  if (!model_variant().is_contract()) {  // golden data of a build: its variant is in the file
+    prov.model_variant = model_variant().name;
+    prov.command_line += " --model-variant " + prov.model_variant;
+  }
+  return prov;
+}
+
+void generate_suite_file(const std::string& suite, const std::string& out, const Ex2Profile* ex2) {
+  const std::vector<CaseSpec> specs = suite_specs(suite);
+  GenerateOptions opt;
+  opt.out = out;
+  opt.seed = 1;
+  opt.threads = omp_get_max_threads();
+  opt.provenance = new_provenance(specs, suite, canonical_command_line(suite, 1, 0, 1, ""));
+  generate_file(specs, opt, ex2);
 }
 }  // namespace tqref::golden

@@ -34,6 +34,17 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
 }  // namespace tqref::golden
 
 namespace tqref::golden {
+// The provenance of a file this build generates now: version, commit, THRESH of the specs (the
+// default for none), suite, the canonical command line and the process's model variant
+// (tqref/model_path.h; its name appended to the command line as --model-variant). Seed, shard and
+// EX2 profile are filled in by generate_file.
+Provenance new_provenance(const std::vector<CaseSpec>& specs, const std::string& suite,
+                          const std::string& command_line);
+
+// `tqref generate --suite SUITE --out OUT` as a function (what `tqref conform` runs for a suite
+// it has no file of): seed 1, every thread, `ex2` for the decode cases. Throws as generate_file.
+void generate_suite_file(const std::string& suite, const std::string& out, const Ex2Profile* ex2);
+
 // The provenance command line: only the options that change the file's contents (the output
 // path and the thread count do not), so regenerating elsewhere gives the same bytes.
 std::string canonical_command_line(const std::string& suite, uint64_t seed, uint32_t shard_index,

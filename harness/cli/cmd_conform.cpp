@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -24,12 +23,13 @@
 #include "conform/report.h"
 #include "conform/result.h"
 #include "conform/suite_files.h"
+#include "cases/generate.h"
 #include "io/atomic_output.h"
-#include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
 #include "judge/dispatch.h"
 #include "tqref/build_info.h"
 #if TQREF_HAVE_GPU
+#include "gpu/calibrate_ex2.h"
 #include "gpu/conform_run.h"
 #include "gpu/gpu_backend.h"
 #endif
@@ -65,21 +65,6 @@ std::string utc_now() {
   return s;
 }
 
-#if TQREF_HAVE_GPU
-// Another subcommand through the registry (the same code path as typing it); only the GPU run
-// calls one (calibrate, generate).
-int run_command(const std::string& name, const std::vector<std::string>& args) {
-  std::string line = "  $ tqref " + name;
-  for (const auto& a : args) line += " " + a;
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-  for (const Command& c : commands())
-    if (name == c.name) return c.run(args);
-  std::fprintf(stderr, "tqref conform: internal: no subcommand '%s'\n", name.c_str());
-  return kExitInternal;
-}
-#endif
-
 void print_precheck(const std::vector<ModuleResult>& mods) {
   std::printf("modules (pre-check, without the GPU):\n");
   for (const auto& m : mods) {
@@ -94,14 +79,9 @@ void print_precheck(const std::vector<ModuleResult>& mods) {
 }
 
 #if TQREF_HAVE_GPU
-// Where a new profile for `arch` goes so that later runs find it (ex2_profile_io.h search order).
-std::string profile_home(const std::string& arch) {
-  return data_dir() + "/hw/" + arch + "/ex2.h5";
-}
-
-// --calibrate: measure this GPU's EX2 unit. A new profile goes where later runs find it; an
-// existing one is never replaced: the measurement goes to --out and is compared with it, and a
-// differing measurement is used for this run only (through a TQREF_DATA_DIR staged in --out).
+// --calibrate: measure this GPU's EX2 unit (gpu/calibrate_ex2.h). A new profile goes where later
+// runs find it; an existing one is never replaced: the measurement goes to --out and is compared
+// with it, and a differing measurement is what this run judges with (prefer_ex2_profile).
 // Returns a note for the report, or sets *rc when calibration could not run at all.
 std::string calibrate(const Args& a, const std::string& arch, int* rc) {
   std::string existing;
@@ -109,39 +89,26 @@ std::string calibrate(const Args& a, const std::string& arch, int* rc) {
     existing = find_ex2_profile(arch);
   } catch (const Ex2ProfileError&) {
   }
-  const std::string dev = std::to_string(a.device);
-  if (existing.empty()) {
-    const std::string home = profile_home(arch);
-    const int r = run_command("calibrate", {"ex2", "--out", home, "--device", dev});
-    if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
-    return r == kExitOk ? "measured now by --calibrate and stored as " + home
+  gpu::CalibrateEx2Options c;
+  c.device = a.device;
+  c.command_line = "tqref conform --calibrate --device " + std::to_string(a.device);
+  c.out = existing.empty() ? gpu::default_ex2_profile_path(arch) : a.out + "/ex2-measured-" + arch + ".h5";
+  c.force = !existing.empty();
+  std::printf("  calibrating EX2 into %s\n", c.out.c_str());
+  std::fflush(stdout);
+  const int r = gpu::calibrate_ex2(c);
+  if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
+  if (existing.empty())
+    return r == kExitOk ? "measured now by --calibrate and stored as " + c.out
                         : "--calibrate failed (exit " + std::to_string(r) + "); see the log";
-  }
-  const std::string measured = a.out + "/ex2-measured-" + arch + ".h5";
-  const int r = run_command("calibrate", {"ex2", "--out", measured, "--device", dev, "--force"});
-  if (r != kExitOk) {
-    if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
+  if (r != kExitOk)
     return "--calibrate failed (exit " + std::to_string(r) + "); the stored profile " + existing + " is used";
-  }
-  const Ex2Profile now = load_ex2_profile(measured), stored = load_ex2_profile(existing);
+  const Ex2Profile now = load_ex2_profile(c.out), stored = load_ex2_profile(existing);
   if (now.id() == stored.id()) return "--calibrate measured this GPU again: identical to " + existing;
-  // Stage a data directory with the measured profile for this arch and the others as they were.
-  const std::string staged = a.out + "/ex2-data";
-  for (const std::string& root : {data_dir(), source_data_dir()}) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(root + "/hw", ec)) {
-      const fs::path to = fs::path(staged) / "hw" / e.path().filename() / "ex2.h5";
-      if (fs::exists(to) || !fs::exists(e.path() / "ex2.h5")) continue;
-      fs::create_directories(to.parent_path());
-      fs::copy_file(e.path() / "ex2.h5", to);
-    }
-  }
-  fs::create_directories(fs::path(staged) / "hw" / arch);
-  fs::copy_file(measured, fs::path(staged) / "hw" / arch / "ex2.h5", fs::copy_options::overwrite_existing);
-  setenv("TQREF_DATA_DIR", staged.c_str(), 1);
+  prefer_ex2_profile(arch, c.out);
   return "--calibrate measured " + now.id() + ", which DIFFERS from the stored " + stored.id() + " (" +
-         existing + "); this run uses the measurement (TQREF_DATA_DIR=" + staged + "); the stored "
-         "file was not replaced: compare the two, then replace it with `tqref calibrate ex2 --force --out " +
+         existing + "); this run uses the measurement (" + c.out + "); the stored file was not "
+         "replaced: compare the two, then replace it with `tqref calibrate ex2 --force --out " +
          existing + "` if this GPU is the reference";
 }
 #endif
@@ -248,12 +215,19 @@ int run(const Args& a, const std::string& command_line) {
     // a generated suite (standard, models, pools, flags) not made yet: make it in --out
     if (!s.path.empty()) continue;
     s.path = a.out + "/golden/" + s.name + ".h5";
-    std::vector<std::string> g = {"--suite", s.name, "--out", s.path};
-    if (dev_ex2) g.insert(g.end(), {"--ex2-arch", res.arch});
-    std::printf("suite %s: no golden file in the data directories; generating it\n", s.name.c_str());
-    if (!fs::exists(s.path) && run_command("generate", g) != kExitOk) {
-      std::fprintf(stderr, "tqref conform: generating the %s suite failed\n", s.name.c_str());
-      return kExitInternal;
+    std::printf("suite %s: no golden file in the data directories; generating it (tqref generate "
+                "--suite %s --out %s)\n", s.name.c_str(), s.name.c_str(), s.path.c_str());
+    std::fflush(stdout);
+    if (!fs::exists(s.path)) {
+      try {
+        // without this GPU's profile, `tqref generate`'s default one (decoders are then judged
+        // at level T)
+        const Ex2Profile gen_ex2 = dev_ex2 ? *dev_ex2 : load_ex2_profile_for_arch("sm_90");
+        golden::generate_suite_file(s.name, s.path, &gen_ex2);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tqref conform: generating the %s suite failed: %s\n", s.name.c_str(), e.what());
+        return kExitInternal;
+      }
     }
   }
   for (const auto& s : suites) res.suites.emplace_back(s.name, s.path);

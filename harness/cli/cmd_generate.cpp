@@ -143,15 +143,11 @@ int cmd_generate(const std::vector<std::string>& args) {
       return kExitBadInput;
     }
   }
-  prov.tqref_version = kVersion;
-  prov.git_commit = kGitCommit;
-  // Suites use the default THRESH; a --config file has at most one `threshold` value.
-  prov.threshold = specs.empty() ? kSparseVThreshold : specs.front().threshold;
-  prov.command_line = canonical_command_line(
-      suite, seed, si, sn, config.empty() ? "" : std::filesystem::path(config).filename().string());
-  if (!model_variant().is_contract()) {  // golden data of a build: its variant is in the file
-    prov.model_variant = model_variant().name;
-    prov.command_line += " --model-variant " + prov.model_variant;
+  {
+    const std::string config_yaml = prov.config_yaml;
+    prov = new_provenance(specs, prov.suite, canonical_command_line(
+        suite, seed, si, sn, config.empty() ? "" : std::filesystem::path(config).filename().string()));
+    prov.config_yaml = config_yaml;
   }
   GenerateOptions opt;
   opt.out = out;

@@ -136,14 +136,11 @@ int cmd_tell_apart(const std::vector<std::string>& args) {
   opt.out = out;
   opt.seed = seed;
   opt.threads = threads;
-  opt.provenance.tqref_version = kVersion;
-  opt.provenance.git_commit = kGitCommit;
-  opt.provenance.threshold = kSparseVThreshold;
-  opt.provenance.suite = "flags";
-  opt.provenance.command_line = canonical_command_line("flags", seed, 0, 1, "") + " --tell-apart " +
-                                kernel + " " + rivals_arg + " --attempts " + std::to_string(attempts);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<CaseSpec> specs = tell_apart_specs(names, k.kind, k.format, k.hdim, attempts);
+  opt.provenance = new_provenance(specs, "flags", "tqref tell-apart --kernel " + kernel + " --rivals " +
+                                  rivals_arg + " --seed " + std::to_string(seed) + " --attempts " +
+                                  std::to_string(attempts));
   generate_file(specs, opt, ex2 ? &*ex2 : nullptr);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s: %zu specs, %.1f s\n", out.c_str(), specs.size(), s);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "io/data_dir.h"
@@ -274,8 +275,20 @@ Ex2Profile load_ex2_profile(const std::string& path) {
   }
 }
 
+namespace {
+std::map<std::string, std::string>& preferred_profiles() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+}  // namespace
+
+void prefer_ex2_profile(const std::string& arch, const std::string& path) {
+  preferred_profiles()[arch] = path;
+}
+
 std::string find_ex2_profile(const std::string& arch) {
   if (const std::string why = arch_problem(arch); !why.empty()) throw Ex2ProfileError("EX2 profile arch " + why);
+  if (const auto it = preferred_profiles().find(arch); it != preferred_profiles().end()) return it->second;
   const std::vector<std::string> tried = data_file_candidates("hw/" + arch + "/ex2.h5");
   for (const auto& p : tried)
     if (file_exists(p)) return p;

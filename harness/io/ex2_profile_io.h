@@ -67,8 +67,12 @@ std::string ex2_profile_id_problem(const std::string& id);
 // Reads a version 1 or 2 file; throws Ex2ProfileError naming file, dataset or attribute and the
 // allowed form.
 Ex2Profile load_ex2_profile(const std::string& path);
-// Searches $TQREF_DATA_DIR/hw/<arch>/ex2.h5, then <source tree>/data/hw/<arch>/ex2.h5.
+// The profile given to prefer_ex2_profile for arch, else the first of
+// $TQREF_DATA_DIR/hw/<arch>/ex2.h5 and <source tree>/data/hw/<arch>/ex2.h5 that exists.
 std::string find_ex2_profile(const std::string& arch);
+// For the rest of this process, find_ex2_profile(arch) returns `path`: `tqref conform --calibrate`
+// judges with a measurement that differs from the stored profile without replacing the stored one.
+void prefer_ex2_profile(const std::string& arch, const std::string& path);
 Ex2Profile load_ex2_profile_for_arch(const std::string& arch);
 // Writes a version 2 file, whole or not at all (h5::write_file_atomic): the datapath's
 // coefficients when the profile has them, else the table; it is read back and compared with `p`
