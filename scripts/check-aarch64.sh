@@ -144,15 +144,15 @@ build_cross() {
     exit 1
   fi
   # A host binary in the cross tree would make every check below vacuous.
-  readelf -h "$XBUILD/harness/cli/tqref" | grep -q 'Machine:.*AArch64' ||
-    die "$XBUILD/harness/cli/tqref is not an AArch64 executable"
+  readelf -h "$XBUILD/cli/tqref" | grep -q 'Machine:.*AArch64' ||
+    die "$XBUILD/cli/tqref is not an AArch64 executable"
 }
 
 # --- the checks ---------------------------------------------------------------------------------
 # Runs an aarch64 program under qemu-user: the sysroot is the loader's root, one passive thread.
 arm() { OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive qemu-aarch64 -L "$SYSROOT" "$@"; }
-ARM_TQREF=$XBUILD/harness/cli/tqref
-HOST_TQREF=$HBUILD/harness/cli/tqref
+ARM_TQREF=$XBUILD/cli/tqref
+HOST_TQREF=$HBUILD/cli/tqref
 
 RESULTS=()
 FAILED=0

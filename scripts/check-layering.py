@@ -2,7 +2,7 @@
 """The one-way dependency rule of docs/architecture.md, checked on includes and on CMake links.
 
 Each stage folder may use only the folders listed for it in ALLOWED (and itself). A file that
-includes a header of a folder above its own, anything outside harness/cli/ that includes the CLI,
+includes a header of a folder above its own, anything outside cli/ that includes the CLI,
 an include that resolves to no file, or a CMake target_link_libraries of a stage library that
 names a library of a stage above it, is reported with file and line, and the exit status is 1.
 
@@ -35,11 +35,11 @@ ALLOWED = {
                                   "kernels"},
     "bench/gpu": BELOW_CASES | {"harness/cases", "harness/judge", "harness/anatomy", "harness/gpu", "kernels"},
 }
-ALLOWED["harness/cli"] = set(ALLOWED) | {"kernels"}
+ALLOWED["cli"] = set(ALLOWED) | {"kernels"}
 # The C interface of the Python API: a top layer beside the CLI, on the host stages only.
 ALLOWED["python/capi"] = BELOW_CASES | {"harness/cases", "harness/judge"}
 # Tests may use every stage but the CLI (they run the tqref binary instead).
-ALLOWED["tests"] = set(ALLOWED) - {"harness/cli"} | {"kernels"}
+ALLOWED["tests"] = set(ALLOWED) - {"cli"} | {"kernels"}
 
 # Include roots, in the order the build's include directories make them visible.
 INCLUDE_ROOTS = ["harness", ".", "model", "kernels/builtin/include"]
@@ -96,8 +96,8 @@ def check_includes(root: pathlib.Path, counted: list[int]) -> list[str]:
                 where = f'{rel}:{line}: #include "{m.group(1)}"'
                 if target is None:
                     problems.append(f"{where}: no such header under {', '.join(INCLUDE_ROOTS)}")
-                elif target == "harness/cli" and folder != "harness/cli":
-                    problems.append(f"{where}: only harness/cli may include the CLI")
+                elif target == "cli" and folder != "cli":
+                    problems.append(f"{where}: only cli may include the CLI")
                 elif target != folder and target not in allowed:
                     problems.append(f"{where}: {folder} may not use {target} (a stage above it)")
     return problems
@@ -132,7 +132,7 @@ def self_test() -> int:
         "harness/io/golden_case.h": "",
         "harness/judge/compare.h": '#include "io/golden_case.h"\n',  # allowed: downward
         "harness/io/bad_up.cpp": '#include "judge/compare.h"\n',  # upward include
-        "harness/cli/command.h": "",
+        "cli/command.h": "",
         "harness/gpu/bad_cli.cpp": '#include "cli/command.h"\n',  # CLI from below
         "tests/bad_cli_test.cpp": '#include "cli/command.h"\n',  # CLI from a test
         "harness/cases/bad_missing.cpp": '#include "cases/gone.h"\n',  # stale include

@@ -28,10 +28,10 @@ carry_libs() {
 
 carry_build() {
   local build=${1:-build/default} out=.device-carry testing
-  [[ -x $build/harness/cli/tqref ]] || { echo "device-carry: $build/harness/cli/tqref missing: build the target tqref" >&2; exit 2; }
+  [[ -x $build/cli/tqref ]] || { echo "device-carry: $build/cli/tqref missing: build the target tqref" >&2; exit 2; }
   rm -rf "$out"
   mkdir -p "$out/bin" "$out/lib" "$out/modules"
-  cp "$build/harness/cli/tqref" "$out/bin/"
+  cp "$build/cli/tqref" "$out/bin/"
   if [[ -d $build/kernels/modules ]]; then cp -r "$build/kernels/modules/." "$out/modules/"; fi
   testing=$build/kernels/testing   # targets tqref_mutant_modules and tqref_faulty_modules
   if [[ -d $testing/mutants ]]; then mkdir -p "$out/mutants" && cp -r "$testing/mutants/." "$out/mutants/"; fi

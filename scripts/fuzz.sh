@@ -44,7 +44,7 @@ if [[ -z "${TQREF_FUZZ_PREBUILT:-}" ]]; then
   rm -rf "$SEEDS" && mkdir -p "$SEEDS/golden" "$SEEDS/ex2"
   /usr/bin/python3 tests/fuzz/make_seeds.py "$SEEDS"
   for y in writer_small decode_small; do
-    "$BUILD/harness/cli/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
+    "$BUILD/cli/tqref" generate --config "$SEEDS/sweep/$y.yaml" --out "$SEEDS/golden/$y.h5" \
       --threads 1 >/dev/null 2>&1
     h5repack -f NONE -l CONTI "$SEEDS/golden/$y.h5" "$SEEDS/golden/${y}_plain.h5"
   done

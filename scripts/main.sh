@@ -13,7 +13,7 @@ if command -v nvcc >/dev/null; then PRESET=default; else PRESET=cpu-only; fi
 echo "main: preset $PRESET"
 cmake --preset "$PRESET"
 cmake --build --preset "$PRESET" -j"${TQREF_JOBS:-2}"
-TQREF="build/$PRESET/harness/cli/tqref"
+TQREF="build/$PRESET/cli/tqref"
 "$TQREF" version
 TQREF_BUILD_DIR=build/$PRESET bash scripts/install-python.sh /usr/bin/python3   # .venv (docs/python.md)
 

@@ -28,7 +28,7 @@ fi
 [[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S . -B "$BUILD_DIR" >/dev/null
 cmake --build "$BUILD_DIR" -j "$THREADS" --target tqref
 rm -rf "$RESULTS"
-"$BUILD_DIR/harness/cli/tqref" study "${QUICK[@]}" --out "$RESULTS" --threads "$THREADS" --seed "$SEED" \
+"$BUILD_DIR/cli/tqref" study "${QUICK[@]}" --out "$RESULTS" --threads "$THREADS" --seed "$SEED" \
   --traces data/traces
 "$PYTHON" analysis/make_report.py --results "$RESULTS" --out "$REPORT" \
   --command "scripts/study.sh ${QUICK[*]} (seed $SEED)"

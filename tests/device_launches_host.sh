@@ -8,10 +8,10 @@
 # a passing build-flag mutant or a launch outside the contract that is not reported), or exits 0
 # when an expectation fails. About 30 s on 2 cores (shard 4/8 of the models and flags suites).
 # Usage (repository root): bash tests/device_launches_host.sh [TQREF]   (default
-# build/cpu-only/harness/cli/tqref); CTest runs it as device_launches_script.
+# build/cpu-only/cli/tqref); CTest runs it as device_launches_script.
 set -u
 root=$PWD
-export REAL_TQREF=${1:-$root/build/cpu-only/harness/cli/tqref}
+export REAL_TQREF=${1:-$root/build/cpu-only/cli/tqref}
 [[ -x $REAL_TQREF ]] || { echo "missing $REAL_TQREF: build target tqref" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/tqref-launches-host.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
