@@ -500,7 +500,7 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
   return c;
 }
 
-void check_case_memory(const h5::Node& root, const std::function<void(const std::string&)>& note) {
+void check_case_memory(const h5::Node& root) {
   std::vector<std::string> names;
   try {
     names = root.group("cases").children();
@@ -509,7 +509,6 @@ void check_case_memory(const h5::Node& root, const std::function<void(const std:
   }
   const h5::Node cases = root.group("cases");
   for (const std::string& name : names) {
-    note("/cases/" + printable(name) + " (attributes)");
     std::optional<h5::Node> g;
     uint64_t bytes = 0, blocks = 0;
     try {  // as read_case reads them; a case they refuse is the reader's to report, if it reads it

@@ -88,11 +88,12 @@ h5::Node open_golden_file(const std::string& path);
 
 // The memory each case needs, from its attributes as read_case reads them (decode cases without
 // their diagnostics, the least any reader reads), against the budget: throws BadCase with
-// read_case's message for the first case over it. Run by the validating child before it inflates
-// any data, so a file of a few megabytes that declares gigabytes of pools is refused in a second
-// (the data phase inflated 8 GiB of zeros in 99 s first). A whole file is refused for one case
-// over the budget, selected or not; a case whose attributes read_case refuses is left to it.
-void check_case_memory(const h5::Node& root, const std::function<void(const std::string&)>& note);
+// read_case's message for the first case over it. Run when the file is opened, before any data is
+// read, so a file of a few megabytes that declares gigabytes of pools is refused in a second
+// (when the validating pass inflated every chunk, 8 GiB of zeros took 99 s first). A whole file is
+// refused for one case over the budget, selected or not; a case whose attributes read_case
+// refuses is left to it.
+void check_case_memory(const h5::Node& root);
 
 // A file holding case `c` alone, with `prov` and reproducer_of = `source`, written under a
 // temporary name and renamed. Returns the path: <dir>/<case name>.h5.

@@ -1,0 +1,27 @@
+// An untrusted HDF5 file as tqref's process reads it (docs/reliability.md, "Untrusted files"): the
+// description the validating child made of its structure (hdf5_description.h) and the descriptor
+// the parent checked (input_file.h; the child checked that it opened the same inode). Data are
+// read with pread and decoded here (chunk_decoder.h), chunks in parallel; libhdf5 is not called.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "io/hdf5_description.h"
+#include "io/input_file.h"
+
+namespace tqref::h5 {
+
+struct DescribedFile {
+  std::string path;
+  std::unique_ptr<InputFile> file;
+  FileDescription desc;
+};
+
+// Reads every element of `d` into `out` (its element count times d.elem bytes), in the file's
+// byte order, unallocated storage as the fill value. Throws h5::Error "<where>: corrupt file: the
+// data cannot be read (...)" for a chunk that is truncated, fails its checksum, or does not
+// decode to its size. The caller has checked the size against the memory budget.
+void read_dataset_bytes(const DescribedFile& f, const DatasetDesc& d, const std::string& where, uint8_t* out);
+
+}  // namespace tqref::h5
