@@ -81,6 +81,11 @@ std::vector<CaseDataset> case_datasets(const GoldenCase& c);
 void write_case(const h5::Node& cases, const GoldenCase& c);
 // Reads one case; `with_diagnostics` false skips the large fp64 reference arrays.
 GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_diagnostics = true);
+// read_case without its bulk: key, value, q, both pools and the outputs are checked as read_case
+// checks them (type, shape from the parameters, every stored chunk's checksum) and left empty;
+// the rest (slots, block tables, sequence lengths, skip statistics) is read and checked. What
+// `inspect` shows and `check` validates up front, at the speed of the file, not of inflating it.
+GoldenCase read_case_summary(const h5::Node& cases, const std::string& name);
 
 // Opens a golden file under the untrusted-file policy (h5::Node::open_file) with
 // check_case_memory as its AttributeCheck: every reader of golden files opens them so.

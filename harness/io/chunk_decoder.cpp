@@ -12,16 +12,6 @@ namespace {
 // Bytes as libhdf5 stores a checksum after the data it covers: little-endian.
 uint32_t load_le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
 
-// fletcher32's filter on read: the last four bytes are the checksum of the ones before them. Files
-// of HDF5 before 1.6.? stored it with the bytes of each 16-bit half swapped; libhdf5 accepts both.
-std::string check_fletcher32(const uint8_t* data, size_t& size) {
-  if (size < 4) return "a checksummed chunk of " + std::to_string(size) + " bytes (fewer than its checksum)";
-  size -= 4;
-  const uint32_t stored = load_le32(data + size), sum = fletcher32(data, size);
-  const uint32_t swapped = (sum & 0x00FF00FFu) << 8 | (sum & 0xFF00FF00u) >> 8;
-  if (stored != sum && stored != swapped) return "a checksum mismatch (fletcher32)";
-  return "";
-}
 
 // One zlib stream (deflate's filter writes zlib's format, header and adler32 included) into at
 // most `cap` bytes. As libhdf5, the stream must end (Z_STREAM_END); bytes after its end are ignored.
@@ -69,6 +59,14 @@ void unshuffle(const uint8_t* in, size_t size, uint32_t elem, uint8_t* out) {
 
 }  // namespace
 
+std::string fletcher32_problem(const uint8_t* data, size_t size) {
+  if (size < 4) return "a checksummed chunk of " + std::to_string(size) + " bytes (fewer than its checksum)";
+  const uint32_t stored = load_le32(data + size - 4), sum = fletcher32(data, size - 4);
+  const uint32_t swapped = (sum & 0x00FF00FFu) << 8 | (sum & 0xFF00FF00u) >> 8;
+  if (stored != sum && stored != swapped) return "a checksum mismatch (fletcher32)";
+  return "";
+}
+
 uint32_t fletcher32(const uint8_t* data, size_t n) {
   uint32_t sum1 = 0, sum2 = 0;
   for (size_t words = n / 2; words > 0;) {
@@ -106,7 +104,8 @@ std::string decode_chunk(const uint8_t* stored, size_t stored_size, const std::v
     std::string why;
     switch (pipeline[k].id) {
       case kFilterFletcher32:
-        why = check_fletcher32(cur, size);
+        why = fletcher32_problem(cur, size);
+        if (why.empty()) size -= 4;
         break;
       case kFilterDeflate: {
         size_t n = 0;

@@ -25,6 +25,11 @@ struct FilterStep {
 // words, a trailing odd byte as the high half of a last word; result sum2 << 16 | sum1.
 uint32_t fletcher32(const uint8_t* data, size_t n);
 
+// fletcher32's filter on read, on a chunk whose last 4 bytes (little-endian) are the checksum of
+// the bytes before them; "" or why not. As libhdf5, a checksum stored with the bytes of each 16-bit
+// half swapped (HDF5 before 1.6.?) is accepted too.
+std::string fletcher32_problem(const uint8_t* data, size_t size);
+
 // Per-thread working memory of decode_chunk, reused between chunks.
 struct ChunkScratch {
   std::vector<uint8_t> a, b;

@@ -24,4 +24,9 @@ struct DescribedFile {
 // decode to its size. The caller has checked the size against the memory budget.
 void read_dataset_bytes(const DescribedFile& f, const DatasetDesc& d, const std::string& where, uint8_t* out);
 
+// Checks every stored chunk of `d` as read_dataset_bytes would read it, keeping nothing: where the
+// pipeline has fletcher32, each chunk's checksum over its stored bytes (no inflating); otherwise
+// each chunk decoded into a scratch buffer. Throws as read_dataset_bytes does.
+void verify_dataset_bytes(const DescribedFile& f, const DatasetDesc& d, const std::string& where);
+
 }  // namespace tqref::h5

@@ -142,7 +142,7 @@ std::vector<std::string> Node::described_attr_names(const std::string& obj) cons
 }
 
 template <class T>
-std::vector<T> Node::described_read(const std::string& name, std::vector<uint64_t>* shape_out) const {
+const DatasetDesc& Node::described_dataset(const std::string& name, const std::vector<uint64_t>* shape) const {
   const ObjectDesc* o = described_find(name);
   if (!o) throw Error(where(name) + ": dataset missing");
   if (o->kind != ObjectDesc::Kind::dataset) throw Error(where(name) + ": not a dataset");
@@ -151,11 +151,17 @@ std::vector<T> Node::described_read(const std::string& name, std::vector<uint64_
   bool ok = d.cls == (want_float ? ValueClass::floating : ValueClass::integer) && d.elem == sizeof(T);
   if (ok && !want_float) ok = !d.is_signed == std::is_unsigned_v<T>;
   if (!ok) throw Error(where(name) + ": wrong dtype; expected " + type_text<T>());
-  if (shape_out && !shape_out->empty() && *shape_out != d.dims)
-    throw Error(where(name) + ": shape " + shape_text(d.dims) + "; expected " + shape_text(*shape_out));
+  if (shape && !shape->empty() && *shape != d.dims)
+    throw Error(where(name) + ": shape " + shape_text(d.dims) + "; expected " + shape_text(*shape));
   // A corrupt or hostile file can declare any extent: checked before anything is allocated.
   if (const std::string why = dataset_size_problem(d.dims, sizeof(T), d.stored); !why.empty())
     throw Error(where(name) + ": " + why);
+  return d;
+}
+
+template <class T>
+std::vector<T> Node::described_read(const std::string& name, std::vector<uint64_t>* shape_out) const {
+  const DatasetDesc& d = described_dataset<T>(name, shape_out);
   uint64_t count = 1;
   for (uint64_t x : d.dims) count *= x;
   std::vector<T> out(count);
@@ -165,8 +171,14 @@ std::vector<T> Node::described_read(const std::string& name, std::vector<uint64_
   return out;
 }
 
-#define TQREF_H5_INSTANTIATE(T) \
-  template std::vector<T> Node::described_read<T>(const std::string&, std::vector<uint64_t>*) const;
+template <class T>
+void Node::described_verify(const std::string& name, const std::vector<uint64_t>& shape) const {
+  verify_dataset_bytes(*described_, described_dataset<T>(name, &shape), where(name));
+}
+
+#define TQREF_H5_INSTANTIATE(T)                                                                    \
+  template std::vector<T> Node::described_read<T>(const std::string&, std::vector<uint64_t>*) const; \
+  template void Node::described_verify<T>(const std::string&, const std::vector<uint64_t>&) const;
 TQREF_H5_INSTANTIATE(uint8_t)
 TQREF_H5_INSTANTIATE(uint16_t)
 TQREF_H5_INSTANTIATE(uint32_t)

@@ -311,10 +311,18 @@ std::vector<T> Node::read(const std::string& name, std::vector<uint64_t>* shape_
   return out;
 }
 
+template <class T>
+void Node::verify(const std::string& name, const std::vector<uint64_t>& shape) const {
+  if (described_) return described_verify<T>(name, shape);
+  std::vector<uint64_t> s = shape;
+  read<T>(name, &s);  // a file this process wrote: libhdf5 reads it
+}
+
 #define TQREF_H5_INSTANTIATE(T)                                                              \
   template void Node::write_span<T>(const std::string&, const T*, uint64_t,                  \
                                     const std::vector<uint64_t>&, const std::string&) const; \
-  template std::vector<T> Node::read<T>(const std::string&, std::vector<uint64_t>*) const;
+  template std::vector<T> Node::read<T>(const std::string&, std::vector<uint64_t>*) const;   \
+  template void Node::verify<T>(const std::string&, const std::vector<uint64_t>&) const;
 TQREF_H5_INSTANTIATE(uint8_t)
 TQREF_H5_INSTANTIATE(uint16_t)
 TQREF_H5_INSTANTIATE(uint32_t)

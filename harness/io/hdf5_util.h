@@ -84,6 +84,7 @@ class Node;
 struct DescribedFile;
 struct ObjectDesc;
 struct AttrDesc;
+struct DatasetDesc;
 
 // A reader's checks on the attributes of a file, run by Node::open_file once the file's
 // description is read and before any data is, so that what the attributes already refuse costs no
@@ -130,6 +131,11 @@ class Node {
   // Reads a dataset, checking its class, element size, signedness and (if given) its shape.
   template <class T>
   std::vector<T> read(const std::string& name, std::vector<uint64_t>* shape = nullptr) const;
+  // Checks a dataset as read() does (class, element size, signedness, `shape`, size) and its stored
+  // data (checksums; decoding where there is none), keeping nothing: for readers that show a
+  // dataset's size but not its values (golden::read_case_summary).
+  template <class T>
+  void verify(const std::string& name, const std::vector<uint64_t>& shape) const;
   std::vector<uint64_t> shape(const std::string& name) const;
 
   // Attributes on this node (or on child `obj` when given).
@@ -175,7 +181,11 @@ class Node {
   std::vector<int64_t> described_attr_ints(const std::string& name, const std::string& obj) const;
   std::vector<std::string> described_attr_names(const std::string& obj) const;
   template <class T>
+  const DatasetDesc& described_dataset(const std::string& name, const std::vector<uint64_t>* shape) const;
+  template <class T>
   std::vector<T> described_read(const std::string& name, std::vector<uint64_t>* shape) const;
+  template <class T>
+  void described_verify(const std::string& name, const std::vector<uint64_t>& shape) const;
 };
 
 // Writes an HDF5 file whole or not at all: `fill` writes into a temporary (AtomicOutput,
