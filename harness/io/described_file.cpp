@@ -157,6 +157,14 @@ void for_each_chunk(const DescribedFile& f, const DatasetDesc& d, const std::str
 
 }  // namespace
 
+bool has_hdf5_signature(const InputFile& file) {
+  static const uint8_t kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  uint8_t at[8];
+  for (uint64_t offset = 0; offset + 8 <= file.size(); offset = offset ? offset * 2 : 512)
+    if (pread_all(file.fd(), offset, 8, at).empty() && std::memcmp(at, kSignature, 8) == 0) return true;
+  return false;
+}
+
 void read_dataset_bytes(const DescribedFile& f, const DatasetDesc& d, const std::string& where, uint8_t* out) {
   uint64_t bytes = d.elem;
   for (uint64_t x : d.dims) bytes *= x;  // fits: the caller checked it against the budget

@@ -12,6 +12,10 @@
 
 namespace tqref::h5 {
 
+// Whether `file` holds HDF5's 8-byte signature where libhdf5 looks for it (H5Fis_hdf5: at offset
+// 0, then 512, 1024, 2048, ...), read here so that libhdf5 does not open the file in this process.
+bool has_hdf5_signature(const InputFile& file);
+
 struct DescribedFile {
   std::string path;
   std::unique_ptr<InputFile> file;

@@ -163,7 +163,7 @@ Node Node::open_file(const std::string& path, const AttributeCheck& check) {
   } catch (const InputError& e) {
     throw Error(e.what());
   }
-  if (H5Fis_hdf5(path.c_str()) <= 0)
+  if (!has_hdf5_signature(*file->file))
     throw Error(printable(path) + ": not a readable HDF5 file (missing, truncated or corrupt)");
   // What this process knows of the file is the validating child's description (hdf5_validate.h)
   // of the file checked above (the child compares identities: not replaced in between); its data

@@ -47,8 +47,10 @@ using Note = std::function<void(const std::string&)>;
 // No data is read: the pass costs O(metadata), whatever the file's size.
 class Walker {
  public:
-  Walker(const Note& note, uint64_t file_size, uint64_t max_value_bytes)
-      : note_(note), file_size_(file_size), max_value_bytes_(max_value_bytes) {}
+  // `base`: where the HDF5 data starts in the file (after a user block); the addresses libhdf5
+  // reports are relative to it, the description's are file offsets.
+  Walker(const Note& note, uint64_t file_size, uint64_t base, uint64_t max_value_bytes)
+      : note_(note), file_size_(file_size), base_(base), max_value_bytes_(max_value_bytes) {}
   // Each returns false after recording the first problem ("<object>: <why>") in problem_.
   bool root(hid_t file);
   std::string problem_;
@@ -72,7 +74,7 @@ class Walker {
   friend herr_t on_attribute(hid_t, const char*, const H5A_info_t*, void*);
 
   const Note& note_;
-  const uint64_t file_size_, max_value_bytes_;
+  const uint64_t file_size_, base_, max_value_bytes_;
   uint64_t value_bytes_ = 0, chunks_ = 0;
   std::map<haddr_t, uint32_t> index_;  // object header address -> object: each object once (hard links may alias)
 };
@@ -354,11 +356,12 @@ bool Walker::chunk_at(hid_t d, const std::vector<hsize_t>& at, uint64_t chunk_by
   if (H5Dget_chunk_info_by_coord(d, at.data(), &mask, &addr, &size) < 0)
     return fail(path, "corrupt file: the chunk index cannot be read");
   if (addr == HADDR_UNDEF) return true;  // not allocated: reads as the fill value
-  if (size > max_stored_chunk(chunk_bytes) || addr > file_size_ || size > file_size_ - addr)
+  const uint64_t at_file = add_sat(addr, base_);
+  if (size > max_stored_chunk(chunk_bytes) || at_file > file_size_ || size > file_size_ - at_file)
     return fail(path, "corrupt file: a chunk stores " + std::to_string(size) + " bytes at offset " +
-                          std::to_string(addr) + " for " + std::to_string(chunk_bytes) + " bytes of data in a file of " +
+                          std::to_string(at_file) + " for " + std::to_string(chunk_bytes) + " bytes of data in a file of " +
                           std::to_string(file_size_) + " bytes");
-  *piece = {addr, size, mask};
+  *piece = {at_file, size, mask};
   return true;
 }
 
@@ -378,11 +381,11 @@ bool Walker::pieces(hid_t d, const std::string& path, DatasetDesc& out) {
   }
   if (out.layout == DatasetDesc::Layout::contiguous) {
     const haddr_t addr = H5Dget_offset(d);
-    const uint64_t size = count * out.elem;
-    if (addr != HADDR_UNDEF && (addr > file_size_ || size > file_size_ - addr))
-      return fail(path, "corrupt file: its " + std::to_string(size) + " bytes at offset " + std::to_string(addr) +
+    const uint64_t size = count * out.elem, at_file = addr == HADDR_UNDEF ? DatasetDesc::kUnallocated : add_sat(addr, base_);
+    if (addr != HADDR_UNDEF && (at_file > file_size_ || size > file_size_ - at_file))
+      return fail(path, "corrupt file: its " + std::to_string(size) + " bytes at offset " + std::to_string(at_file) +
                             " lie outside the file of " + std::to_string(file_size_) + " bytes");
-    out.pieces.push_back({addr == HADDR_UNDEF ? DatasetDesc::kUnallocated : uint64_t(addr), size, 0});
+    out.pieces.push_back({at_file, size, 0});
     return true;
   }
   uint64_t chunk_bytes = out.elem, grid = 1;
@@ -430,12 +433,13 @@ void walk_and_describe(const std::string& path, const FileIdentity& expected, ui
     out = "P/: the file changed while it was being opened";
     return;
   }
-  hsize_t size = 0;
-  if (H5Fget_filesize(f.get(), &size) < 0) {
+  hsize_t size = 0, base = 0;
+  Handle fcpl(H5Fget_create_plist(f.get()), H5Pclose);
+  if (H5Fget_filesize(f.get(), &size) < 0 || !fcpl || H5Pget_userblock(fcpl.get(), &base) < 0) {
     out = "P/: cannot read the file size";
     return;
   }
-  Walker w(note, size, max_bytes);
+  Walker w(note, size, base, max_bytes);
   if (!w.root(f.get())) {
     out = "P" + w.problem_;
     return;
@@ -444,14 +448,6 @@ void walk_and_describe(const std::string& path, const FileIdentity& expected, ui
 }
 
 }  // namespace
-
-std::string walk_file(hid_t file, const Note& note) {
-  hsize_t size = 0;
-  if (H5Fget_filesize(file, &size) < 0) return "/: cannot read the file size";
-  Walker w(note, size, description_limit(size));
-  w.root(file);
-  return w.problem_;
-}
 
 void set_validation_in_process(bool in_process) { g_in_process = in_process; }
 void set_validation_idle_timeout(double seconds) { g_idle_timeout_s = seconds; }

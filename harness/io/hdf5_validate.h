@@ -15,14 +15,10 @@
 // 1.10 decodes some messages without bounds checks, and whether such a read crashes depends on
 // the process's memory layout: finding 8, docs/reliability.md).
 #pragma once
-#include <hdf5.h>
-
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "io/hdf5_description.h"
-#include "io/hdf5_util.h"
 #include "io/input_file.h"
 
 namespace tqref::h5 {
@@ -30,10 +26,6 @@ namespace tqref::h5 {
 // A child that sends nothing for this long is stopped (a valid file sends a note per object and
 // per attribute).
 inline constexpr double kIdleTimeoutS = 10.0;
-
-// Walks the structure of `file` (opened read-only) as described above, calling note(object path)
-// before each object and attribute. Returns "" or "<object>: <problem>".
-std::string walk_file(hid_t file, const std::function<void(const std::string&)>& note);
 
 // Opens `path` with libhdf5 in a child process (or in this process, see below), checks that it is
 // the file `identity` names, walks it and returns its description. Throws h5::Error
