@@ -380,10 +380,11 @@ int cmd_check(const std::vector<std::string>& args) {
     }
     names = {a.only};
   }
-  // Every selected case is read and checked (io/case_checks.h) before the first one runs:
-  // a bad case late in a file refuses the run up front, not after the others were launched.
+  // Every selected case is checked (io/case_checks.h; its bulk data by checksum, read_case_summary)
+  // before the first one runs: a bad case late in a file refuses the run up front, not after the
+  // others were launched. Then each case is read whole when it is judged, one at a time.
   for (const std::string& name : names)
-    if (a.selected(name)) read_case(cases, name, false);
+    if (a.selected(name)) read_case_summary(cases, name);
   const Tally t = run_cases(a, cases, names, prov, *raw, *backend, ex2_src, ex2p);
   std::printf("%zu cases, %zu passed, %zu failed, %zu skipped (backend %s, level %s)\n", t.verdicts.size(),
               t.verdicts.size() - t.failed, t.failed, t.skipped, backend->name().c_str(), a.level.c_str());

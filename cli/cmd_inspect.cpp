@@ -34,6 +34,10 @@ void summary(const GoldenCase& c, bool detail) {
               (unsigned long long)c.seed, c.distribution.c_str());
   if (c.kind == CaseKind::writer) {
     const WriterCase& w = c.w;
+    // read_case_summary keeps no pool: their sizes from the geometry, which the reader checked
+    // the stored pools against
+    const CacheGeometry pools{w.p.num_kv_heads, w.p.head_dim, w.p.block_size, w.num_blocks,
+                              w.p.v_block_stride_bytes, w.p.v_data_section_bytes};
     int pads = 0;
     for (int64_t s : w.slot_mapping) pads += s < 0;
     std::printf("  H %u D %u B %u  tokens %u (%d slot<0)  key_stride %u value_stride %u  "
@@ -42,7 +46,7 @@ void summary(const GoldenCase& c, bool detail) {
                 w.p.num_kv_heads, w.p.head_dim, w.p.block_size, w.num_tokens, pads, w.p.key_stride,
                 w.p.value_stride, (unsigned long long)w.p.v_data_section_bytes,
                 (unsigned long long)w.p.v_block_stride_bytes, w.num_blocks, w.num_tokens,
-                w.k_expected.size(), w.v_expected.size());
+                size_t(pools.k_pool_bytes()), size_t(pools.v_pool_bytes()));
   } else {
     const DecodeCase& d = c.d;
     const DecodeDiagData& x = d.diag;
@@ -96,10 +100,11 @@ int cmd_inspect(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   // Every case is read and checked before anything is printed: a bad file gives one message
-  // (docs/bad-input.md), not a partial listing followed by an error.
+  // (docs/bad-input.md), not a partial listing followed by an error. Summaries: what is shown is
+  // kept, the pools and other bulk data are checked (shapes, checksums) and dropped.
   std::vector<GoldenCase> all;
   for (const auto& n : only.empty() ? cases.children() : std::vector<std::string>{only})
-    all.push_back(read_case(cases, n, false));
+    all.push_back(read_case_summary(cases, n));
   std::printf("%s\n  schema_version %lld  tqref %s  commit %s\n  suite %s  shard %s  seed %llu\n"
               "  rng: %s\n  threshold %.9g  ex2 profile %s\n  command: %s\n",
               file.c_str(), (long long)p.schema_version, p.tqref_version.c_str(),

@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader)
+((${#TARGETS[@]})) || TARGETS=(fuzz_sweep_config fuzz_trace_reader fuzz_ex2_profile fuzz_golden_reader fuzz_isolated_reader
+                               fuzz_chunk_decoder)
 BUILD=${TQREF_FUZZ_BUILD:-build/fuzz}
 
 SEEDS="$BUILD/seeds"
@@ -49,6 +50,10 @@ if [[ -z "${TQREF_FUZZ_PREBUILT:-}" ]]; then
     h5repack -f NONE -l CONTI "$SEEDS/golden/$y.h5" "$SEEDS/golden/${y}_plain.h5"
   done
   cp data/hw/sm_90/ex2.h5 "$SEEDS/ex2/sm_90.h5"
+  # The chunk decoder's seeds: its regressions (a round trip, damaged streams and checksums) and
+  # real chunks of the committed smoke file with their pipeline (make_seeds.py, h5py).
+  mkdir -p "$SEEDS/chunk" && cp tests/fuzz/regressions/fuzz_chunk_decoder/* "$SEEDS/chunk/"
+  /usr/bin/python3 tests/fuzz/make_seeds.py --chunks data/golden/smoke.h5 "$SEEDS/chunk"
 else
   for t in "${TARGETS[@]}"; do
     [[ -x "$BUILD/tests/fuzz/$t" ]] || { echo "fuzz: $BUILD/tests/fuzz/$t missing (TQREF_FUZZ_PREBUILT)" >&2; exit 2; }
@@ -56,16 +61,16 @@ else
   [[ -d "$SEEDS" ]] || { echo "fuzz: $SEEDS missing (TQREF_FUZZ_PREBUILT)" >&2; exit 2; }
 fi
 declare -A SEED_DIR=([fuzz_golden_reader]=golden [fuzz_isolated_reader]=golden [fuzz_trace_reader]=trace
-                     [fuzz_ex2_profile]=ex2 [fuzz_sweep_config]=sweep)
+                     [fuzz_ex2_profile]=ex2 [fuzz_sweep_config]=sweep [fuzz_chunk_decoder]=chunk)
 declare -A MAX_LEN=([fuzz_golden_reader]=262144 [fuzz_isolated_reader]=262144 [fuzz_trace_reader]=65536
-                    [fuzz_ex2_profile]=262144 [fuzz_sweep_config]=4096)
+                    [fuzz_ex2_profile]=262144 [fuzz_sweep_config]=4096 [fuzz_chunk_decoder]=1048576)
 # Seconds per input before libFuzzer saves it as a timeout. The golden and trace readers take a
 # few milliseconds per input under ASan; their timeouts are libhdf5's endless loops on malformed
 # metadata, each of which costs a fork-mode worker this long, so they get 2 and 3 s. A valid EX2
 # profile expands its 2^23-entry table (about 1 s); the isolated reader's child has a 10 s
 # deadline of its own.
 declare -A TIMEOUT=([fuzz_golden_reader]=3 [fuzz_isolated_reader]=30 [fuzz_trace_reader]=2
-                    [fuzz_ex2_profile]=10 [fuzz_sweep_config]=10)
+                    [fuzz_ex2_profile]=10 [fuzz_sweep_config]=10 [fuzz_chunk_decoder]=2)
 # The limits of a campaign, for target $1; the triage replays an input alone with the same ones.
 # -rss_limit_mb / -malloc_limit_mb: a reader that allocates from a corrupt size is a finding.
 limits() { echo "-timeout=${TIMEOUT[$1]} -rss_limit_mb=3072 -malloc_limit_mb=1024"; }
@@ -142,7 +147,7 @@ for t in "${TARGETS[@]}"; do
   # are saved too. Each saved input is replayed (triage_one): with the isolation on
   # (TQREF_FUZZ_ISOLATE=1, as test_reliability replays tests/fuzz/regressions), then alone.
   contained=0 alone=0
-  if [[ "$t" != fuzz_sweep_config ]]; then
+  if [[ "$t" != fuzz_sweep_config && "$t" != fuzz_chunk_decoder ]]; then  # no libhdf5 to contain
     read -r contained alone saved < <(triage "$t")
   fi
   # With -fork, libFuzzer exits non-zero when it saved anything; the triage above decides.

@@ -13,6 +13,7 @@ PACKAGES=(
   cmake g++ make git                               # toolchain (g++ brings libgomp for OpenMP)
   libboost-program-options-dev libboost-test-dev   # CLI options, Boost.Test
   libhdf5-dev hdf5-tools                           # golden data I/O, h5dump for inspection
+  zlib1g-dev                                       # chunks of untrusted files inflated by tqref itself (harness/io/chunk_decoder.cpp)
   libyaml-cpp-dev                                  # suite definitions
   nlohmann-json3-dev libpugixml-dev                # JSON and JUnit XML reports (harness/io/report_doc.*)
   libbenchmark-dev                                 # bench/ (Google Benchmark)

@@ -61,6 +61,17 @@ std::string check_writer_params(Format f, const WriterCase& w) {
   return "";
 }
 
+namespace {
+
+// What a writer case holds beyond its bulk buffers: the slot mapping.
+std::string writer_contents(const WriterCase& w) {
+  const uint64_t T = w.num_tokens;
+  if (w.slot_mapping.size() != T) return size_problem("slot_mapping", w.slot_mapping.size(), T, "num_tokens");
+  return text(check_slot_mapping(w.slot_mapping, w.num_blocks, w.p.block_size));
+}
+
+}  // namespace
+
 std::string check_writer_case(Format f, const WriterCase& w) {
   if (std::string e = check_writer_params(f, w); !e.empty()) return e;
   const auto& p = w.p;
@@ -69,7 +80,6 @@ std::string check_writer_case(Format f, const WriterCase& w) {
   if (w.key.size() != key_n) return size_problem("key", w.key.size(), key_n, "num_tokens*key_stride");
   if (w.value.size() != value_n)
     return size_problem("value", w.value.size(), value_n, "num_tokens*value_stride");
-  if (w.slot_mapping.size() != T) return size_problem("slot_mapping", w.slot_mapping.size(), T, "num_tokens");
   const uint64_t k_pool = g.k_pool_bytes(), v_pool = g.v_pool_bytes();
   if (w.k_init.size() != k_pool || w.k_expected.size() != k_pool)
     return "K pool holds " + str(w.k_init.size()) + " / " + str(w.k_expected.size()) +
@@ -77,7 +87,7 @@ std::string check_writer_case(Format f, const WriterCase& w) {
   if (w.v_init.size() != v_pool || w.v_expected.size() != v_pool)
     return "V pool holds " + str(w.v_init.size()) + " / " + str(w.v_expected.size()) +
            " bytes (initial / expected); allowed: exactly num_blocks*v_block_stride_bytes = " + str(v_pool);
-  return text(check_slot_mapping(w.slot_mapping, w.num_blocks, p.block_size));
+  return writer_contents(w);
 }
 
 std::string check_decode_params(Format f, const DecodeCase& d) {
@@ -130,16 +140,29 @@ std::string check_diagnostics(const DecodeCase& d) {
 
 }  // namespace
 
+namespace {
+
+// What a decode case holds beyond its bulk buffers: block tables, sequence lengths, diagnostics.
+std::string decode_contents(const DecodeCase& d, bool diagnostics) {
+  const auto& p = d.p;
+  const uint64_t S = p.num_seqs, tables_n = S * p.max_blocks_per_seq;
+  if (d.block_tables.size() != tables_n)
+    return size_problem("block_tables", d.block_tables.size(), tables_n, "num_seqs*max_blocks_per_seq");
+  if (d.seq_lens.size() != S) return size_problem("seq_lens", d.seq_lens.size(), S, "num_seqs");
+  if (std::string e = text(check_sequences(p, d.block_tables, d.seq_lens, d.num_blocks)); !e.empty()) return e;
+  if (!diagnostics || d.diag.skip_offsets.empty()) return "";
+  return check_diagnostics(d);
+}
+
+}  // namespace
+
 std::string check_decode_case(Format f, const DecodeCase& d, bool diagnostics) {
   if (std::string e = check_decode_params(f, d); !e.empty()) return e;
   const auto& p = d.p;
   const CacheGeometry g = geometry(p, d.num_blocks);
   const uint64_t S = p.num_seqs, q_row = uint64_t(p.num_q_heads) * p.head_dim;
-  const uint64_t q_n = S * p.q_stride, tables_n = S * p.max_blocks_per_seq, out_n = S * q_row;
+  const uint64_t q_n = S * p.q_stride, out_n = S * q_row;
   if (d.q.size() != q_n) return size_problem("q", d.q.size(), q_n, "num_seqs*q_stride");
-  if (d.block_tables.size() != tables_n)
-    return size_problem("block_tables", d.block_tables.size(), tables_n, "num_seqs*max_blocks_per_seq");
-  if (d.seq_lens.size() != S) return size_problem("seq_lens", d.seq_lens.size(), S, "num_seqs");
   if (d.out_init.size() != out_n || d.out_expected.size() != out_n)
     return size_problem("output", d.out_init.size() != out_n ? d.out_init.size() : d.out_expected.size(),
                         out_n, "num_seqs*num_q_heads*head_dim");
@@ -150,13 +173,20 @@ std::string check_decode_case(Format f, const DecodeCase& d, bool diagnostics) {
   if (d.v_init.size() != v_pool)
     return "V pool holds " + str(d.v_init.size()) + " bytes; allowed: exactly num_blocks*v_block_stride_bytes = " +
            str(v_pool);
-  if (std::string e = text(check_sequences(p, d.block_tables, d.seq_lens, d.num_blocks)); !e.empty()) return e;
-  if (!diagnostics || d.diag.skip_offsets.empty()) return "";
-  return check_diagnostics(d);
+  return decode_contents(d, diagnostics);
 }
 
 std::string check_case(const golden::GoldenCase& c) {
   return c.kind == CaseKind::writer ? check_writer_case(c.format, c.w) : check_decode_case(c.format, c.d);
+}
+
+std::string check_case_contents(const golden::GoldenCase& c) {
+  if (c.kind == CaseKind::writer) {
+    if (std::string e = check_writer_params(c.format, c.w); !e.empty()) return e;
+    return writer_contents(c.w);
+  }
+  if (std::string e = check_decode_params(c.format, c.d); !e.empty()) return e;
+  return decode_contents(c.d, true);
 }
 
 }  // namespace tqref::common

@@ -81,6 +81,11 @@ std::vector<CaseDataset> case_datasets(const GoldenCase& c);
 void write_case(const h5::Node& cases, const GoldenCase& c);
 // Reads one case; `with_diagnostics` false skips the large fp64 reference arrays.
 GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_diagnostics = true);
+// read_case without its bulk: key, value, q, both pools and the outputs are checked as read_case
+// checks them (type, shape from the parameters, every stored chunk's checksum) and left empty;
+// the rest (slots, block tables, sequence lengths, skip statistics) is read and checked. What
+// `inspect` shows and `check` validates up front, at the speed of the file, not of inflating it.
+GoldenCase read_case_summary(const h5::Node& cases, const std::string& name);
 
 // Opens a golden file under the untrusted-file policy (h5::Node::open_file) with
 // check_case_memory as its AttributeCheck: every reader of golden files opens them so.
@@ -88,11 +93,12 @@ h5::Node open_golden_file(const std::string& path);
 
 // The memory each case needs, from its attributes as read_case reads them (decode cases without
 // their diagnostics, the least any reader reads), against the budget: throws BadCase with
-// read_case's message for the first case over it. Run by the validating child before it inflates
-// any data, so a file of a few megabytes that declares gigabytes of pools is refused in a second
-// (the data phase inflated 8 GiB of zeros in 99 s first). A whole file is refused for one case
-// over the budget, selected or not; a case whose attributes read_case refuses is left to it.
-void check_case_memory(const h5::Node& root, const std::function<void(const std::string&)>& note);
+// read_case's message for the first case over it. Run when the file is opened, before any data is
+// read, so a file of a few megabytes that declares gigabytes of pools is refused in a second
+// (when the validating pass inflated every chunk, 8 GiB of zeros took 99 s first). A whole file is
+// refused for one case over the budget, selected or not; a case whose attributes read_case
+// refuses is left to it.
+void check_case_memory(const h5::Node& root);
 
 // A file holding case `c` alone, with `prov` and reproducer_of = `source`, written under a
 // temporary name and renamed. Returns the path: <dir>/<case name>.h5.

@@ -81,15 +81,17 @@ std::string number_type_problem(hid_t type);
 hid_t integer_read_type(hid_t type);
 
 class Node;
+struct DescribedFile;
+struct ObjectDesc;
+struct AttrDesc;
+struct DatasetDesc;
 
-// A reader's checks on the attributes of a file, run in the validating child between the two
-// phases of its walk (hdf5_validate.h), so that what the attributes already refuse costs no
-// inflating: a golden case whose pools, from its attributes, exceed the memory budget
-// (golden::check_case_memory, io/case_io.h). It reads through `root`, the untrusted file itself
-// (libhdf5 decodes its metadata in the child only), calls `note` before each object, and throws
-// a std::exception whose what() is the whole message (file, object, value, allowed range) to
-// refuse the file.
-using AttributeCheck = std::function<void(const Node& root, const std::function<void(const std::string&)>& note)>;
+// A reader's checks on the attributes of a file, run by Node::open_file once the file's
+// description is read and before any data is, so that what the attributes already refuse costs no
+// reading: a golden case whose pools, from its attributes, exceed the memory budget
+// (golden::check_case_memory, io/case_io.h). It throws a std::exception whose what() is the whole
+// message (file, object, value, allowed range) to refuse the file.
+using AttributeCheck = std::function<void(const Node& root)>;
 
 // A file (or group) with its path, for error messages. Files are created in the HDF5 1.10 format
 // (every metadata structure, chunk indexes included, carries a checksum) with object timestamps
@@ -99,12 +101,10 @@ class Node {
   static Node create_file(const std::string& path);  // truncates; see write_file_atomic below
   // Read-only, under the untrusted-file policy: a regular file (input_file.h) that passes the
   // validating pass (hdf5_validate.h); throws Error naming the file and the object otherwise.
-  // With `check`, a reader's checks on the attributes before the validating pass inflates any data
-  // (AttributeCheck above).
+  // The node reads the child's description of the file and its data through pread
+  // (described_file.h), never through libhdf5. With `check`, a reader's checks on the attributes
+  // before any data is read (AttributeCheck above).
   static Node open_file(const std::string& path, const AttributeCheck& check = {});
-  // A Node over `group`, opened by this process itself (the validating child runs a reader's
-  // AttributeCheck on the file it opened). `file` names it in messages.
-  static Node over(const std::string& file, Handle group);
   static Node open_file_rw(const std::string& path); // read-write (tests edit attributes)
   Node group(const std::string& name) const;          // open existing
   Node create_group(const std::string& name) const;
@@ -112,6 +112,8 @@ class Node {
   std::vector<std::string> children() const;          // names in creation/alphabetic order
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
+  // The libhdf5 id of a file this process created or opened for writing; -1 for one opened by
+  // open_file (libhdf5 does not read those in this process).
   hid_t id() const { return h_.get(); }
 
   // Datasets: element type deduced from T (uint8/16/32/64, int32/64, float, double). Every
@@ -129,6 +131,11 @@ class Node {
   // Reads a dataset, checking its class, element size, signedness and (if given) its shape.
   template <class T>
   std::vector<T> read(const std::string& name, std::vector<uint64_t>* shape = nullptr) const;
+  // Checks a dataset as read() does (class, element size, signedness, `shape`, size) and its stored
+  // data (checksums; decoding where there is none), keeping nothing: for readers that show a
+  // dataset's size but not its values (golden::read_case_summary).
+  template <class T>
+  void verify(const std::string& name, const std::vector<uint64_t>& shape) const;
   std::vector<uint64_t> shape(const std::string& name) const;
 
   // Attributes on this node (or on child `obj` when given).
@@ -154,8 +161,31 @@ class Node {
 
  private:
   Node(std::string file, std::string path, Handle h) : file_(std::move(file)), path_(std::move(path)), h_(std::move(h)) {}
+  Node(std::string file, std::string path, std::shared_ptr<const DescribedFile> d, uint32_t object)
+      : file_(std::move(file)), path_(std::move(path)), described_(std::move(d)), object_(object) {}
   std::string file_, path_;
   Handle h_;
+  // A file opened by open_file: its description, and the object this node is (described_node.cpp).
+  std::shared_ptr<const DescribedFile> described_;
+  uint32_t object_ = 0;
+  const ObjectDesc& described_object() const;
+  // The object at `rel` (names separated by '/') below this one; nullptr when there is none.
+  const ObjectDesc* described_find(const std::string& rel) const;
+  // Attribute `name` of `obj` (this node when ""); throws Error "... missing" when there is none.
+  const AttrDesc& described_attr(const std::string& name, const std::string& obj) const;
+  Node described_group(const std::string& name) const;
+  std::vector<std::string> described_children() const;
+  std::string described_attr_string(const std::string& name, const std::string& obj) const;
+  int64_t described_attr_int(const std::string& name, const std::string& obj) const;
+  double described_attr_double(const std::string& name, const std::string& obj) const;
+  std::vector<int64_t> described_attr_ints(const std::string& name, const std::string& obj) const;
+  std::vector<std::string> described_attr_names(const std::string& obj) const;
+  template <class T>
+  const DatasetDesc& described_dataset(const std::string& name, const std::vector<uint64_t>* shape) const;
+  template <class T>
+  std::vector<T> described_read(const std::string& name, std::vector<uint64_t>* shape) const;
+  template <class T>
+  void described_verify(const std::string& name, const std::vector<uint64_t>& shape) const;
 };
 
 // Writes an HDF5 file whole or not at all: `fill` writes into a temporary (AtomicOutput,

@@ -4,7 +4,8 @@
 // the model rejects means the checks in harness/io/case_checks.cpp miss a rule. Any other
 // exception, crash or sanitizer report is a finding (docs/reliability.md lists them). The
 // validating pass runs in this process (fuzz_common.h): the isolation has its own target,
-// fuzz_isolated_reader.
+// fuzz_isolated_reader. The data are read as tqref's process reads them, through the description
+// and tqref's chunk decoder (which has its own target too, fuzz_chunk_decoder).
 #include <cstdlib>
 #include <string>
 

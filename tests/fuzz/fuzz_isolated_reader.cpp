@@ -1,11 +1,11 @@
 // libFuzzer target: the isolation around libhdf5 (harness/io/hdf5_validate.h, isolated_call.h),
 // fuzzed apart from the parsing logic. Each input is opened the way tqref opens every golden
-// file: the validating pass in a child process with an idle deadline and a memory limit, and
-// golden::check_case_memory between its phases. Whatever libhdf5 does in the child (crash, loop,
-// allocate without bound; the child's sanitizer report is printed and is not a finding),
-// open_golden_file must return a node or throw h5::Error naming the file,
-// and the golden reader must then refuse or return. A crash, hang or leak in this process is a
-// finding. One fork per input: slower than the in-process targets by the fork and exec of the
+// file: the validating pass in a child process with an idle deadline and a memory limit, its
+// description parsed here, golden::check_case_memory on it, and the data read here through
+// tqref's chunk decoder. Whatever libhdf5 does in the child (crash, loop, allocate without bound;
+// the child's sanitizer report is printed and is not a finding), open_golden_file must return a
+// node or throw h5::Error naming the file, and the golden reader must then refuse or return. A
+// crash, hang or leak in this process is a finding. One fork per input: slower than the in-process targets by the fork and exec of the
 // pass, not by the library's work.
 #include <cstdlib>
 #include <string>

@@ -2,12 +2,42 @@
 """Seed inputs for the fuzz targets (scripts/fuzz.sh): a tiny valid trace (docs/trace-schema.md)
 written with h5py, i.e. by an HDF5 writer other than tqref's own, and YAML sweeps. Golden seeds are
 made by `tqref generate` from the YAML seeds (fuzz.sh), so they follow the schema of the build.
-Usage: make_seeds.py OUT_DIR   (writes OUT_DIR/trace/*.h5 and OUT_DIR/sweep/*.yaml)"""
+Usage: make_seeds.py OUT_DIR   (writes OUT_DIR/trace/*.h5 and OUT_DIR/sweep/*.yaml)
+       make_seeds.py --chunks GOLDEN.h5 OUT_DIR   (fuzz_chunk_decoder inputs: stored chunks of the
+       file's datasets, each behind the 8-byte header tests/fuzz/fuzz_chunk_decoder.cpp describes)"""
 import os
 import sys
 
 import h5py
 import numpy as np
+
+
+def chunk_seeds(golden, out_dir, most=64):
+    """Up to `most` stored chunks of `golden`, with their pipeline, mask, element size and size."""
+    codes = {1: 1, 2: 2, 3: 3}  # deflate, shuffle, fletcher32 as the target's 2-bit codes
+    made = []
+
+    def visit(name, obj):
+        if len(made) >= most or not isinstance(obj, h5py.Dataset) or obj.chunks is None or obj.size == 0:
+            return
+        plist = obj.id.get_create_plist()
+        pipe = 0
+        for k in range(plist.get_nfilters()):
+            pipe |= codes[plist.get_filter(k)[0]] << (2 * k)
+        mask, data = obj.id.read_direct_chunk((0,) * len(obj.shape))
+        size = int(np.prod(obj.chunks)) * obj.dtype.itemsize
+        header = bytes([pipe, mask & 0x0F, obj.dtype.itemsize, size & 255, size >> 8 & 255, size >> 16 & 255, 0, 0])
+        made.append(name)
+        with open(os.path.join(out_dir, f"chunk_{len(made):03d}"), "wb") as f:
+            f.write(header + data)
+
+    with h5py.File(golden, "r") as f:
+        f.visititems(visit)
+
+
+if sys.argv[1] == "--chunks":
+    chunk_seeds(sys.argv[2], sys.argv[3])
+    sys.exit(0)
 
 out = sys.argv[1]
 os.makedirs(f"{out}/trace", exist_ok=True)
