@@ -64,12 +64,24 @@ struct GpuArgs {
   std::string variant;           // decoders: "" reference order, "gqa" or "floor" (built-in)
 };
 
+// --level, parsed once: exact (W for writers, D for decoders), T or I.
+enum class CheckLevel { exact, T, I };
+constexpr const char* kLevelNames[] = {"exact", "T", "I"};
+bool parse_check_level(const std::string& s, CheckLevel* l) {
+  if (s == "exact" || s == "W" || s == "D") *l = CheckLevel::exact;
+  else if (s == "T") *l = CheckLevel::T;
+  else if (s == "I") *l = CheckLevel::I;
+  else return false;
+  return true;
+}
+
 struct CheckArgs {
   std::string file, backend_name = "model", report, junit, only, repro_dir, inject = "none";
   std::string level = "exact", filter, kind_filter, dispatch = "published", out_of_contract = "T", model;
   std::string model_variant;  // --model-variant; "" = the file's recorded variant
   size_t show = 8;
   bool no_explain = false;
+  CheckLevel check_level = CheckLevel::exact;
   DispatchRule rule = DispatchRule::published;
   OutOfContractLevel ooc = OutOfContractLevel::T;
   GpuArgs ga;
@@ -133,8 +145,7 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
     return std::optional<int>(kExitUsage);
   };
   if (a.file.empty()) return usage("give the golden FILE");
-  if (a.level == "W" || a.level == "D") a.level = "exact";
-  if (a.level != "exact" && a.level != "T" && a.level != "I")
+  if (!parse_check_level(a.level, &a.check_level))
     return usage("--level " + a.level + "; allowed: exact (W/D), T or I");
   if (!a.kind_filter.empty() && a.kind_filter != "writer" && a.kind_filter != "decode")
     return usage("--kind " + a.kind_filter + "; allowed: writer, decode");
@@ -234,7 +245,7 @@ struct Tally {
 Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::string>& names,
                 const Provenance& prov, const Backend& raw, Backend& backend, const Ex2Source& ex2_src,
                 const Ex2Profile* ex2p) {
-  const bool level_t = a.level == "T";
+  const bool level_t = a.check_level == CheckLevel::T;
   Tally t;
   for (const std::string& name : names) {
     if (!a.selected(name)) continue;
@@ -251,7 +262,7 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
     }
     CaseVerdict v;
     bool printed = false;
-    if (a.level == "I") {
+    if (a.check_level == CheckLevel::I) {
       t.iverdicts.push_back(judge_level_i(c, backend, a.iopt));
       std::fputs(level_i_text(t.iverdicts.back()).c_str(), stdout);
       v = level_i_case_verdict(t.iverdicts.back());
@@ -315,8 +326,8 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
     return leave(kExitBadInput);
   }
   report::Json json = report_json(run, t.verdicts);
-  if (a.level == "T") json = {{"level", "T"}, {"summary", std::move(json)}, {"tolerance", level_t_json(t.tverdicts, a.topt)}};
-  if (a.level == "I") json = {{"level", "I"}, {"summary", std::move(json)}, {"invariance", level_i_json(t.iverdicts)}};
+  if (a.check_level == CheckLevel::T) json = {{"level", "T"}, {"summary", std::move(json)}, {"tolerance", level_t_json(t.tverdicts, a.topt)}};
+  if (a.check_level == CheckLevel::I) json = {{"level", "I"}, {"summary", std::move(json)}, {"invariance", level_i_json(t.iverdicts)}};
   for (const auto& [opt, path, text] : {std::tuple<const char*, std::string, std::string>{"report", a.report, report::json_text(json)},
                                          {"junit", a.junit, a.junit.empty() ? "" : report::junit_text(report_junit(run, t.verdicts))}}) {
     if (path.empty()) continue;
@@ -387,7 +398,7 @@ int cmd_check(const std::vector<std::string>& args) {
     if (a.selected(name)) read_case_summary(cases, name);
   const Tally t = run_cases(a, cases, names, prov, *raw, *backend, ex2_src, ex2p);
   std::printf("%zu cases, %zu passed, %zu failed, %zu skipped (backend %s, level %s)\n", t.verdicts.size(),
-              t.verdicts.size() - t.failed, t.failed, t.skipped, backend->name().c_str(), a.level.c_str());
+              t.verdicts.size() - t.failed, t.failed, t.skipped, backend->name().c_str(), kLevelNames[int(a.check_level)]);
   const RunInfo run{a.file, backend->name(), a.inject, kGitCommit, prov.ex2_profile_id};
   return finish(a, t, run, opened.gpu);
 }

@@ -135,8 +135,8 @@ int run(const Args& a, const std::string& command_line) {
   res.threshold = a.threshold;
   res.topt = a.topt;
   res.invariance = !a.no_invariance;
-  res.dispatch = a.dispatch;
-  res.out_of_contract = a.out_of_contract;
+  golden::parse_dispatch_rule(a.dispatch, &res.dispatch);  // checked by cmd_conform
+  golden::parse_out_of_contract_level(a.out_of_contract, &res.out_of_contract);
   std::vector<ModuleFile> files;
   std::map<std::string, uint32_t> hdims;
   std::vector<std::string> suite_items;
@@ -240,8 +240,8 @@ int run(const Args& a, const std::string& command_line) {
   o.show = a.show;
   o.topt = a.topt;
   o.invariance = !a.no_invariance;
-  golden::parse_dispatch_rule(a.dispatch, &o.dispatch);
-  golden::parse_out_of_contract_level(a.out_of_contract, &o.out_of_contract);
+  o.dispatch = res.dispatch;
+  o.out_of_contract = res.out_of_contract;
   o.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
   for (auto& m : res.modules) {
     try {

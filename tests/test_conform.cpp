@@ -494,7 +494,7 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(t.at(kD3).failed == 1u);
   BOOST_TEST(t.at(kD3).skipped == 2u);
   BOOST_TEST(t.at(kD3).guard_violations == 1u);
-  BOOST_TEST(t.at(kD3).level == 'D');
+  BOOST_TEST((t.at(kD3).level == golden::Level::D));
   const std::string md = report_markdown(r, 8);
   BOOST_TEST(t.at(kD3).i_cases == 2u);
   BOOST_TEST(t.at(kD3).i_failed == 1u);
@@ -576,7 +576,7 @@ BOOST_AUTO_TEST_CASE(exit_codes) {
   r.modules.pop_back();
   BOOST_TEST(exit_code(r) == 0);
   BOOST_TEST(verdict_line(r).find("PASS (exit 0)") == 0u);
-  r.modules[1].decoder_level = 'T';
+  r.modules[1].decoder_level = golden::Level::T;
   BOOST_TEST(verdict_line(r).find("level T") != std::string::npos);
   r.modules[1].found.insert(kD4);  // found, but given no case
   BOOST_TEST(exit_code(r) == 3);

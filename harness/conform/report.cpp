@@ -31,14 +31,14 @@ std::string cell(std::string s) {
   return s;
 }
 
-std::string level_name(char l) {
-  return l == 'W' ? "W (exact)" : l == 'D' ? "D (exact)" : "T (tolerance)";
+std::string level_name(golden::Level l) {
+  return l == golden::Level::W ? "W (exact)" : l == golden::Level::D ? "D (exact)" : "T (tolerance)";
 }
 
 std::string kernel_verdict(const KernelTotals& t) {
   if (t.failed || t.i_failed) return "**FAIL**";
   if (t.cases == 0) return "not checked";
-  return t.level == 'T' ? "pass (T only)" : "pass";
+  return t.level == golden::Level::T ? "pass (T only)" : "pass";
 }
 
 std::string invariance_cell(const ConformResult& r, const KernelTotals& t) {
@@ -134,12 +134,11 @@ std::string coverage_md(const RunCoverage& c) {
 }  // namespace
 
 std::string replay_command(const ConformResult& r, const ModuleResult& m, const std::string& reproducer,
-                           char level) {
+                           golden::Level level) {
   std::string c = "tqref check " + reproducer + " --backend gpu --module " + m.file.path;
   if (m.hdim) c += " --hdim " + std::to_string(m.hdim);
   if (r.threshold != kSparseVThreshold) c += " --threshold " + fmt_float(r.threshold);
-  if (level == 'T') c += " --level T";
-  if (level == 'I') c += " --level I";
+  if (level == golden::Level::T || level == golden::Level::I) c += " --level " + golden::level_letter(level);
   return c;
 }
 
@@ -152,9 +151,9 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
                                      : r.ex2_profile_id + " (`" + r.ex2_profile_path + "`)") + " |\n";
   if (!r.ex2_note.empty()) s += "| EX2 note | " + cell(r.ex2_note) + " |\n";
   s += "| THRESH | " + fmt_float(r.threshold) + " |\n";
-  s += "| dispatch | " + cell(r.dispatch) + (r.dispatch == "published" ? " (HDIM=128 build for head_dim <= 128, "
+  s += "| dispatch | " + cell(golden::dispatch_rule_name(r.dispatch)) + (r.dispatch == golden::DispatchRule::published ? " (HDIM=128 build for head_dim <= 128, "
        "HDIM=256 above)" : " (only head_dim == HDIM)") + "; launches with head_dim != HDIM judged " +
-       (r.out_of_contract == "T" ? "against fp64 (level T)" : "bit for bit against docs/spec.md section 5.1") + " |\n";
+       (r.out_of_contract == golden::OutOfContractLevel::T ? "against fp64 (level T)" : "bit for bit against docs/spec.md section 5.1") + " |\n";
   s += "| tqref | " + cell(r.tqref_version) + " (commit " + cell(r.git_commit) + ") |\n";
   s += "| started | " + r.started_utc + ", " + seconds(r.seconds) + " |\n";
   s += "| command | `" + cell(r.command_line) + "` |\n";
@@ -215,14 +214,14 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
           s += "```\n\n";
           const auto rp = su.reproducers.find(v.name);
           if (rp != su.reproducers.end())
-            s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? 'T' : 'D') + "`\n\n";
+            s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? golden::Level::T : golden::Level::D) + "`\n\n";
         }
         for (const auto& l : su.invariance) {
           if (l.pass) continue;
           s += "### " + m.tag + " / " + su.suite + " / " + l.name + " (level I)\n\n```\n" + golden::level_i_text(l) +
                "```\n\n";
           const auto rp = su.reproducers.find(l.name);
-          if (rp != su.reproducers.end()) s += "Replay: `" + replay_command(r, m, rp->second, 'I') + "`\n\n";
+          if (rp != su.reproducers.end()) s += "Replay: `" + replay_command(r, m, rp->second, golden::Level::I) + "`\n\n";
         }
       }
   }
@@ -240,7 +239,7 @@ Json coverage_json(const RunCoverage& c) {
 Json kernels_json(const ModuleResult& m) {
   Json k = Json::object();
   for (const auto& [name, t] : kernel_totals(m))
-    k[name] = {{"level", std::string(1, t.level)},
+    k[name] = {{"level", golden::level_letter(t.level)},
                {"cases", t.cases},
                {"passed", t.passed},
                {"failed", t.failed},
@@ -282,7 +281,7 @@ Json module_json(const ConformResult& r, const ModuleResult& m) {
           {"hdim_why", m.hdim_why},
           {"builtin", m.builtin},
           {"pin", m.pin},
-          {"decoder_level", std::string(1, m.decoder_level)},
+          {"decoder_level", golden::level_letter(m.decoder_level)},
           {"fault", m.fault},
           {"error", m.error},
           {"kernels", kernels_json(m)},
@@ -311,8 +310,8 @@ std::string report_json(const ConformResult& r) {
                   {"ex2_profile_path", r.ex2_profile_path},
                   {"ex2_note", r.ex2_note},
                   {"threshold", report::json_number(r.threshold, "%.9g")},
-                  {"dispatch", r.dispatch},
-                  {"out_of_contract", r.out_of_contract},
+                  {"dispatch", golden::dispatch_rule_name(r.dispatch)},
+                  {"out_of_contract", r.out_of_contract == golden::OutOfContractLevel::T ? "T" : "D"},
                   {"coverage", coverage_json(r.coverage)},
                   {"suites", std::move(suites)},
                   {"modules", std::move(modules)}};

@@ -10,8 +10,10 @@
 
 #include "conform/module_file.h"
 #include "judge/compare.h"
+#include "judge/dispatch.h"
 #include "judge/level_i.h"
 #include "judge/level_t.h"
+#include "judge/levels.h"
 
 namespace tqref::conform {
 
@@ -41,7 +43,7 @@ struct ModuleResult {
                                 // false: decoders judged at level T
   std::string hdim_evidence;    // "stated", "writes", "values" or "none" (hdim_probe.h)
   std::string hdim_why;         // "--hdim", or the probe's sentence (hdim_probe.h)
-  char decoder_level = 'D';     // 'D' or 'T'
+  golden::Level decoder_level = golden::Level::D;  // D or T
   std::string decoder_level_why;
   std::vector<SuiteRun> suites;
   std::string fault;            // "<suite>/<case>" whose launch faulted the GPU ("" = none)
@@ -66,7 +68,8 @@ struct ConformResult {
   float threshold = 0;
   golden::LevelTOptions topt;  // level T options the run used
   bool invariance = true;      // level I was run on every case (--no-invariance: not)
-  std::string dispatch = "published", out_of_contract = "T";  // --dispatch, --out-of-contract
+  golden::DispatchRule dispatch = golden::DispatchRule::published;            // --dispatch
+  golden::OutOfContractLevel out_of_contract = golden::OutOfContractLevel::T;  // --out-of-contract
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;
@@ -78,7 +81,7 @@ ModuleResult new_module_result(const ModuleFile& f, size_t index);
 
 // Per-kernel totals over every suite of one module.
 struct KernelTotals {
-  char level = 'W';
+  golden::Level level = golden::Level::W;
   uint64_t cases = 0, passed = 0, failed = 0, skipped = 0;
   uint64_t guard_violations = 0;  // elements in "guard" and "input-modified" categories
   uint64_t i_cases = 0, i_passed = 0, i_failed = 0;  // level I (invariance) of the same cases

@@ -89,16 +89,16 @@ void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
     m.hdim_why = c.why;
   }
   if (!o.device_ex2) {
-    m.decoder_level = 'T';
+    m.decoder_level = golden::Level::T;
     m.decoder_level_why = "no EX2 profile for this GPU (tqref conform --calibrate measures one)";
   } else if (!m.hdim_exact) {
-    m.decoder_level = 'T';
+    m.decoder_level = golden::Level::T;
     m.decoder_level_why = "the HDIM probe decided nothing (neither the writes nor the values)";
   } else {
-    m.decoder_level = 'D';
+    m.decoder_level = golden::Level::D;
     m.decoder_level_why = "EX2 profile " + o.device_ex2->id() + " of this GPU";
   }
-  std::printf("  decoders: HDIM %u (%s); level %c\n", m.hdim, m.hdim_why.c_str(), m.decoder_level);
+  std::printf("  decoders: HDIM %u (%s); level %c\n", m.hdim, m.hdim_why.c_str(), char(m.decoder_level));
 }
 
 std::string dir_name(const std::string& suite) {
@@ -117,7 +117,7 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
     const Ex2Profile* fex2 = file_ex2 ? &*file_ex2 : nullptr;
     gpu::GpuBackend backend(gpu::GpuOptions{o.device, m.file.path, m.hdim, o.threshold}, fex2);
     const golden::Ex2Source src = backend.decode_ex2();
-    const bool level_t = m.decoder_level == 'T';
+    const bool level_t = m.decoder_level == golden::Level::T;
     h5::Node cases = root.group("cases");
     for (const std::string& name : cases.children()) {
       // diagnostics hold the fp64 references: level T, and launches outside the contract
