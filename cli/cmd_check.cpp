@@ -24,13 +24,6 @@
 #include "judge/level_t.h"
 #include "judge/report.h"
 #include "tqref/build_info.h"
-#if TQREF_HAVE_GPU
-#include "gpu/gpu_backend.h"
-#else
-namespace tqref::gpu {
-class GpuBackend;  // only with CUDA; the pointers below stay null without it
-}
-#endif
 
 namespace po = boost::program_options;
 
@@ -54,15 +47,6 @@ std::string write_text(const std::string& path, const std::string& text) {
 // so many candidates that their allowance passes real faults (docs/gpu-harness.md).
 constexpr double kMaxTMargin = 0.1;
 
-// --backend gpu options (docs/gpu-harness.md).
-struct GpuArgs {
-  int device = 0;
-  std::string module;
-  uint32_t hdim = 0;
-  float threshold = kSparseVThreshold;
-  double launch_timeout = 60.0;  // gpu::kDefaultLaunchTimeoutS (gpu/watchdog.h)
-  std::string variant;           // decoders: "" reference order, "gqa" or "floor" (built-in)
-};
 
 // --level, parsed once: exact (W for writers, D for decoders), T or I.
 enum class CheckLevel { exact, T, I };
@@ -84,7 +68,7 @@ struct CheckArgs {
   CheckLevel check_level = CheckLevel::exact;
   DispatchRule rule = DispatchRule::published;
   OutOfContractLevel ooc = OutOfContractLevel::T;
-  GpuArgs ga;
+  BackendOptions ga;  // --backend gpu options (docs/gpu-harness.md)
   LevelTOptions topt;
   LevelIOptions iopt;
   Fault fault;
@@ -190,44 +174,30 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
   return std::nullopt;
 }
 
-// The backend named on the command line (the GPU one is set aside in `*gpu` too, for its fault
-// bookkeeping), or an exit code after its message.
+// The backend named on the command line (judge/backend.h registry; the GPU registers itself where
+// CUDA is built), or an exit code after its message.
 struct OpenedBackend {
   std::unique_ptr<Backend> backend;
-  gpu::GpuBackend* gpu = nullptr;
   int exit_code = kExitOk;
 };
 
 OpenedBackend open_backend(const CheckArgs& a, const Ex2Profile* ex2p) {
   OpenedBackend o;
-#if TQREF_HAVE_GPU
-  if (a.backend_name == "gpu") {
-    try {
-      const GpuArgs& ga = a.ga;
-      auto g = std::make_unique<gpu::GpuBackend>(
-          gpu::GpuOptions{ga.device, ga.module, ga.hdim, ga.threshold, ga.launch_timeout,
-                          /*reset_after_fault=*/true, ga.variant},
-          ex2p);
-      std::printf("GPU %d: %s\n", ga.device, gpu::describe_device(g->device()).c_str());
-      o.gpu = g.get();
-      o.backend = std::move(g);
-    } catch (const gpu::ModuleError& e) {
-      std::fprintf(stderr, "tqref check: %s\n", e.what());
-      o.exit_code = kExitBadInput;
-    } catch (const gpu::Error& e) {
-      std::fprintf(stderr, "tqref check: --backend gpu: no usable GPU: %s\n", e.what());
-      o.exit_code = e.fault ? kExitGpuFault : kExitNoDevice;
-    }
+  try {
+    o.backend = make_backend(a.backend_name, a.ga, ex2p);
+  } catch (const BackendError& e) {
+    std::fprintf(stderr, "tqref check: %s\n", e.what());
+    o.exit_code = e.code;
     return o;
   }
-#endif
-  o.backend = make_backend(a.backend_name, ex2p);
   if (!o.backend) {
     std::string names;
     for (const auto& n : backend_names()) names += " " + n;
     std::fprintf(stderr, "tqref check: unknown backend '%s'; available:%s\n", a.backend_name.c_str(),
                  names.c_str());
     o.exit_code = kExitUsage;
+  } else if (const std::string d = o.backend->description(); !d.empty()) {
+    std::printf("%s\n", d.c_str());
   }
   return o;
 }
@@ -298,27 +268,22 @@ Tally run_cases(const CheckArgs& a, h5::Node& cases, const std::vector<std::stri
 
 // No case checked: exit 3 and no report. Else the JSON and JUnit reports, then the exit code:
 // faulted cases, a mismatch.
-int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
-           [[maybe_unused]] const gpu::GpuBackend* gpu_backend) {
+int finish(const CheckArgs& a, const Tally& t, const RunInfo& run, const Backend& backend) {
   // Leaves the command; after a launch timeout without any CUDA teardown: a kernel may still
   // run, and destructors or libcuda's exit handlers could wait for it. The driver kills the
   // kernel when the process's device files close.
   const auto leave = [&](int code) {
-#if TQREF_HAVE_GPU
-    if (gpu_backend && gpu_backend->abandoned()) {
+    if (backend.abandoned()) {
       std::fprintf(stderr, "tqref check: exiting without CUDA teardown (a kernel may still run)\n");
       std::fflush(nullptr);
       _exit(code);
     }
-#endif
     return code;
   };
   // A run that checked no case is a refusal, not a result: no report saying "0 cases, 0
   // failures" (CI shows that as green), whatever the filters or the backend skipped.
-  bool faulted = false;
-#if TQREF_HAVE_GPU
-  faulted = gpu_backend && !gpu_backend->faulted_cases().empty();
-#endif
+  const std::vector<std::string> faulted_cases = backend.faulted_cases();
+  const bool faulted = !faulted_cases.empty();
   if (t.verdicts.empty() && !faulted) {
     std::fprintf(stderr, "tqref check: no case of %s was checked (%zu skipped, filters: --case "
                  "'%s' --filter '%s' --kind '%s'); no report written\n", a.file.c_str(), t.skipped,
@@ -336,18 +301,16 @@ int finish(const CheckArgs& a, const Tally& t, const RunInfo& run,
       return leave(kExitBadInput);
     }
   }
-#if TQREF_HAVE_GPU
   if (faulted) {
     std::string names;
-    for (const auto& n : gpu_backend->faulted_cases()) names += (names.empty() ? "" : ", ") + n;
-    const std::string& stop = gpu_backend->fault_case();
+    for (const auto& n : faulted_cases) names += (names.empty() ? "" : ", ") + n;
+    const std::string stop = backend.fault_case();
     std::fprintf(stderr, "tqref check: %zu case(s) faulted the GPU: %s; %s\n",
-                 gpu_backend->faulted_cases().size(), names.c_str(),
+                 faulted_cases.size(), names.c_str(),
                  stop.empty() ? "the context was reset after each fault and every later case was run"
                               : ("cases after " + stop + " were not launched").c_str());
     return leave(kExitGpuFault);
   }
-#endif
   return t.failed ? kExitMismatch : kExitOk;
 }
 
@@ -400,7 +363,7 @@ int cmd_check(const std::vector<std::string>& args) {
   std::printf("%zu cases, %zu passed, %zu failed, %zu skipped (backend %s, level %s)\n", t.verdicts.size(),
               t.verdicts.size() - t.failed, t.failed, t.skipped, backend->name().c_str(), kLevelNames[int(a.check_level)]);
   const RunInfo run{a.file, backend->name(), a.inject, kGitCommit, prov.ex2_profile_id};
-  return finish(a, t, run, opened.gpu);
+  return finish(a, t, run, *raw);
 }
 
 }  // namespace

@@ -86,6 +86,10 @@ GpuBackend::GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2)
 
 GpuBackend::~GpuBackend() = default;
 
+std::string GpuBackend::description() const {
+  return "GPU " + std::to_string(opt_.device) + ": " + describe_device(ctx_.device());
+}
+
 std::string GpuBackend::name() const {
   return "gpu:" + ctx_.device().arch() + ":" + (opt_.module_path.empty() ? "builtin" : opt_.module_path) +
          (opt_.decode_variant.empty() ? "" : ":" + opt_.decode_variant);

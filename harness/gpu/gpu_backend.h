@@ -66,11 +66,12 @@ class GpuBackend : public golden::Backend {
   const DeviceInfo& device() const { return ctx_.device(); }
   // The case after whose fault nothing more is launched ("" = none; a fault followed by a
   // successful reset does not set it).
-  const std::string& fault_case() const { return fault_case_; }
+  std::string fault_case() const override { return fault_case_; }
   // Every case whose launch faulted or timed out, in order: `tqref check` exits kExitGpuFault.
-  const std::vector<std::string>& faulted_cases() const { return faulted_cases_; }
+  std::vector<std::string> faulted_cases() const override { return faulted_cases_; }
   // A kernel outlived the watchdog and may still run: exit with _exit, without CUDA teardown.
-  bool abandoned() const { return abandoned_; }
+  bool abandoned() const override { return abandoned_; }
+  std::string description() const override;
 
  private:
   const Module& module_for(const golden::GoldenCase& c) const;

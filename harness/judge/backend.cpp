@@ -22,7 +22,8 @@ std::vector<std::string> output_buffers(CaseKind k) {
 
 namespace {
 std::map<std::string, BackendFactory>& registry() {
-  static std::map<std::string, BackendFactory> r{{"model", &make_model_backend}};
+  static std::map<std::string, BackendFactory> r{
+      {"model", [](const BackendOptions&, const Ex2Profile* ex2) { return make_model_backend(ex2); }}};
   return r;
 }
 }  // namespace
@@ -32,9 +33,10 @@ bool register_backend(const std::string& name, BackendFactory f) {
   return true;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, const Ex2Profile* ex2) {
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& o,
+                                      const Ex2Profile* ex2) {
   auto it = registry().find(name);
-  return it == registry().end() ? nullptr : it->second(ex2);
+  return it == registry().end() ? nullptr : it->second(o, ex2);
 }
 
 std::vector<std::string> backend_names() {

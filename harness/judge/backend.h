@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "io/exit_code.h"
 #include "io/golden_case.h"
+#include "tqref/format.h"
 
 namespace tqref::golden {
 
@@ -60,16 +63,45 @@ struct Backend {
   // The EX2 unit this backend's decode results follow (ex2_expectation.h decides how a decode
   // case is judged from it). The default: the profile the file was generated with.
   virtual Ex2Source decode_ex2() const { return {}; }
+  // One line about what runs the cases ("GPU 0: NVIDIA H200 ..."), printed when it opens; "" none.
+  virtual std::string description() const { return ""; }
+  // Cases whose launch faulted the device, in order, and the one after which nothing more was
+  // launched ("" when the backend recovered and went on); always empty for the model.
+  virtual std::vector<std::string> faulted_cases() const { return {}; }
+  virtual std::string fault_case() const { return ""; }
+  // True when the backend gave up on its device context (a launch that never finished): the
+  // process must then exit without tearing the context down.
+  virtual bool abandoned() const { return false; }
 };
 
 // The CPU model (tqref_model) as a backend. `ex2` is needed for decode cases.
 std::unique_ptr<Backend> make_model_backend(const Ex2Profile* ex2);
 
-// Backends by name for `tqref check --backend NAME`. "model" is always there; other backends
-// (harness/gpu/) register themselves from a static initialiser in a file linked into the CLI.
-using BackendFactory = std::unique_ptr<Backend> (*)(const Ex2Profile* ex2);
+// What the command line gives a backend; the model uses none of it.
+struct BackendOptions {
+  int device = 0;               // GPU ordinal
+  std::string module;           // a kernel module file instead of the built-in fatbins ("" = built-in)
+  uint32_t hdim = 0;            // with module: the HDIM its decoders were built with (0 = none given)
+  float threshold = kSparseVThreshold;  // with module: its TQ_PLUS_SPARSE_V_THRESHOLD
+  double launch_timeout = 60.0; // seconds one launch may run before it is reported as hung
+  std::string variant;          // decoders: "" the reference order, or a built-in variant decoder
+};
+
+// A backend that cannot be opened (no usable device, a module that cannot be loaded): the
+// message names what, `code` is the exit code (io/exit_code.h) the command ends with.
+struct BackendError : std::runtime_error {
+  BackendError(ExitCode c, const std::string& what) : std::runtime_error(what), code(c) {}
+  ExitCode code;
+};
+
+// Backends by name for `tqref check --backend NAME`. "model" is always there; the GPU backend
+// registers itself from harness/gpu/gpu_backend_registration.cpp, which CMake links into the CLI
+// exactly when CUDA is built. A factory throws BackendError when its backend cannot be opened.
+using BackendFactory = std::unique_ptr<Backend> (*)(const BackendOptions& o, const Ex2Profile* ex2);
 bool register_backend(const std::string& name, BackendFactory f);
-std::unique_ptr<Backend> make_backend(const std::string& name, const Ex2Profile* ex2);  // null: unknown
+// null: no backend of that name.
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& o,
+                                      const Ex2Profile* ex2);
 std::vector<std::string> backend_names();
 
 // Buffer names of a case kind, in the order they are reported.
