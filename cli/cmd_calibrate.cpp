@@ -38,23 +38,6 @@ struct Options {
   std::string command_line;
 };
 
-// Where the profile loader looks first (io/data_dir.h), so the next run finds the profile.
-std::string default_out(const std::string& arch) { return data_dir() + "/hw/" + arch + "/ex2.h5"; }
-
-// The profile of a measured table (io/ex2_profile_store.h), written to `out`; what the fit found
-// and what was written are printed.
-int store_profile(const Options& o, const std::string& arch, const std::vector<uint32_t>& f,
-                  const Ex2FitResult& fit, Ex2Provenance& prov, const std::string& out) {
-  std::printf("%s", fit_report(o.store, fit).c_str());
-  const Ex2Profile p = profile_for_table(o.store, arch, f, fit, prov);
-  try {
-    std::printf("%s\n", store_ex2_profile(out, o.force, p, prov).c_str());
-  } catch (const Ex2ProfileError& e) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
-    return kExitBadInput;
-  }
-  return kExitOk;
-}
 
 // --from-raw FILE: a fraction table measured elsewhere (harness/gpu/ex2_explore.cu writes
 // F[0 .. 2^23-1] as raw little-endian uint32; F[2^23] = 0.5 is then implied and checked by the
@@ -95,7 +78,8 @@ int run_from_raw(const Options& o) {
                      "raw fraction table " + fs::path(o.from_raw).filename().string() +
                          " (harness/gpu/ex2_explore.cu)",
                      o.command_line, ""};
-  return store_profile(o, o.arch, f, fit_ex2_datapath(f), prov, o.out.empty() ? default_out(o.arch) : o.out);
+  return store_measured_profile(o.store, o.force, o.arch, f, fit_ex2_datapath(f), prov,
+                                o.out.empty() ? default_ex2_profile_path(o.arch) : o.out);
 }
 
 // --from-profile FILE: a stored profile (format version 1 or 2) refitted and written as version
@@ -105,8 +89,8 @@ int run_from_profile(const Options& o) {
   Ex2Provenance prov = read_ex2_provenance(o.from_profile);
   prov.regenerate_command = o.command_line;
   const std::vector<uint32_t> f = in.fraction_table();
-  return store_profile(o, in.arch(), f, fit_ex2_datapath(f), prov,
-                       o.out.empty() ? default_out(in.arch()) : o.out);
+  return store_measured_profile(o.store, o.force, in.arch(), f, fit_ex2_datapath(f), prov,
+                                o.out.empty() ? default_ex2_profile_path(in.arch()) : o.out);
 }
 
 int run_on_gpu(const Options& o) {

@@ -92,7 +92,7 @@ std::string calibrate(const Args& a, const std::string& arch, int* rc) {
   gpu::CalibrateEx2Options c;
   c.device = a.device;
   c.command_line = "tqref conform --calibrate --device " + std::to_string(a.device);
-  c.out = existing.empty() ? gpu::default_ex2_profile_path(arch) : a.out + "/ex2-measured-" + arch + ".h5";
+  c.out = existing.empty() ? default_ex2_profile_path(arch) : a.out + "/ex2-measured-" + arch + ".h5";
   c.force = !existing.empty();
   std::printf("  calibrating EX2 into %s\n", c.out.c_str());
   std::fflush(stdout);

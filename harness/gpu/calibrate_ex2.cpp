@@ -8,7 +8,6 @@
 #include "gpu/driver.h"
 #include "gpu/ex2_calibration.h"
 #include "io/atomic_output.h"
-#include "io/data_dir.h"
 #include "io/exit_code.h"
 #include "tqref/build_info.h"
 
@@ -96,10 +95,6 @@ int check_measurement(const Ex2Measurement& m) {
 
 }  // namespace
 
-std::string default_ex2_profile_path(const std::string& arch) {
-  return data_dir() + "/hw/" + arch + "/ex2.h5";
-}
-
 int calibrate_ex2(const CalibrateEx2Options& o) {
   const Driver* d = Driver::get();
   Context ctx(o.device);
@@ -137,15 +132,7 @@ int calibrate_ex2(const CalibrateEx2Options& o) {
                      std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
                          "), probe tqref_ex2_probe (kernels/testing/probes/ex2_probe.cu)",
                      o.command_line, ""};
-  std::printf("%s", fit_report(o.store, m.fit).c_str());
-  const Ex2Profile p = profile_for_table(o.store, arch, m.fraction, m.fit, prov);
-  try {
-    std::printf("%s\n", store_ex2_profile(out, o.force, p, prov).c_str());
-  } catch (const Ex2ProfileError& e) {
-    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
-    return kExitBadInput;
-  }
-  return kExitOk;
+  return store_measured_profile(o.store, o.force, arch, m.fraction, m.fit, prov, out);
 }
 
 }  // namespace tqref::gpu

@@ -24,7 +24,4 @@ struct CalibrateEx2Options {
 // output exists (without force) or cannot be written. Throws gpu::Error for a driver failure.
 int calibrate_ex2(const CalibrateEx2Options& o);
 
-// Where calibrate_ex2 writes by default for `arch`.
-std::string default_ex2_profile_path(const std::string& arch);
-
 }  // namespace tqref::gpu

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "io/atomic_output.h"
+#include "io/data_dir.h"
+#include "io/exit_code.h"
 
 namespace fs = std::filesystem;
 
@@ -15,6 +17,10 @@ bool parse_ex2_store(const std::string& s, Ex2Store* store) {
   return true;
 }
 
+namespace {
+
+// The datapath when a member of the family reproduces every entry, else the table; with
+// Ex2Store::table always the table. Records what the fit found in prov.fraction_note.
 Ex2Profile profile_for_table(Ex2Store store, const std::string& arch, const std::vector<uint32_t>& f,
                              const Ex2FitResult& fit, Ex2Provenance& prov) {
   const std::string id = ex2_profile_id(arch, f);
@@ -63,6 +69,26 @@ std::string store_ex2_profile(const std::string& out, bool force, const Ex2Profi
   return "wrote " + out + " (profile " + p.id() + ", " +
          (p.datapath() ? "datapath coefficients" : "fraction table") + ", " +
          std::to_string(fs::file_size(out)) + " bytes)";
+}
+
+}  // namespace
+
+std::string default_ex2_profile_path(const std::string& arch) {
+  return data_dir() + "/hw/" + arch + "/ex2.h5";
+}
+
+int store_measured_profile(Ex2Store store, bool force, const std::string& arch,
+                           const std::vector<uint32_t>& f, const Ex2FitResult& fit,
+                           Ex2Provenance& prov, const std::string& out) {
+  std::printf("%s", fit_report(store, fit).c_str());
+  const Ex2Profile p = profile_for_table(store, arch, f, fit, prov);
+  try {
+    std::printf("%s\n", store_ex2_profile(out, force, p, prov).c_str());
+  } catch (const Ex2ProfileError& e) {
+    std::fprintf(stderr, "tqref calibrate ex2: %s\n", e.what());
+    return kExitBadInput;
+  }
+  return kExitOk;
 }
 
 }  // namespace tqref

@@ -17,19 +17,17 @@ enum class Ex2Store { automatic, table };
 // "auto" or "table"; false for anything else.
 bool parse_ex2_store(const std::string& s, Ex2Store* store);
 
-// The profile of the measured table f of `arch` with its datapath fit; records what the fit found
-// in prov.fraction_note.
-Ex2Profile profile_for_table(Ex2Store store, const std::string& arch, const std::vector<uint32_t>& f,
-                             const Ex2FitResult& fit, Ex2Provenance& prov);
+// The profile of the measured table f of `arch` with its datapath fit (its fraction note in
+// prov), written to `out` (its directory created) through a temporary and a rename, so a failed
+// run never leaves half a profile; an existing file (possibly a committed profile) is replaced
+// only with `force`. Prints what the fit found and what was written to stdout, a problem to
+// stderr; returns kExitOk, or kExitBadInput when nothing was written (io/exit_code.h).
+// Where a new profile for `arch` goes so that later runs find it (io/data_dir.h):
+// data_dir()/hw/<arch>/ex2.h5.
+std::string default_ex2_profile_path(const std::string& arch);
 
-// What profile_for_table decides for this fit, as `tqref calibrate ex2` prints it (lines ending
-// in a newline).
-std::string fit_report(Ex2Store store, const Ex2FitResult& fit);
-
-// Writes p to `out` (its directory created) through a temporary and a rename, so a failed run
-// never leaves half a profile; an existing file (possibly a committed profile) is replaced only
-// with `force`. Throws Ex2ProfileError naming the file. Returns what was written, one line.
-std::string store_ex2_profile(const std::string& out, bool force, const Ex2Profile& p,
-                              const Ex2Provenance& prov);
+int store_measured_profile(Ex2Store store, bool force, const std::string& arch,
+                           const std::vector<uint32_t>& f, const Ex2FitResult& fit,
+                           Ex2Provenance& prov, const std::string& out);
 
 }  // namespace tqref
