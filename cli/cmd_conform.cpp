@@ -111,6 +111,27 @@ std::string calibrate(const Args& a, const std::string& arch, int* rc) {
          "replaced: compare the two, then replace it with `tqref calibrate ex2 --force --out " +
          existing + "` if this GPU is the reference";
 }
+// A generated suite (standard, models, pools, flags) with no file yet is made in --out/golden:
+// with this GPU's EX2 profile, else `tqref generate`'s default one (decoders are then judged at
+// level T). False after the message when one cannot be made.
+bool generate_missing_suites(std::vector<SuiteFile>& suites, const std::string& out, const Ex2Profile* dev_ex2) {
+  for (auto& s : suites) {
+    if (!s.path.empty()) continue;
+    s.path = out + "/golden/" + s.name + ".h5";
+    std::printf("suite %s: no golden file in the data directories; generating it (tqref generate "
+                "--suite %s --out %s)\n", s.name.c_str(), s.name.c_str(), s.path.c_str());
+    std::fflush(stdout);
+    if (fs::exists(s.path)) continue;
+    try {
+      const Ex2Profile gen_ex2 = dev_ex2 ? *dev_ex2 : load_ex2_profile_for_arch("sm_90");
+      golden::generate_suite_file(s.name, s.path, &gen_ex2);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tqref conform: generating the %s suite failed: %s\n", s.name.c_str(), e.what());
+      return false;
+    }
+  }
+  return true;
+}
 #endif
 
 // What the suites could have seen (judge/coverage.h): the flags suite first, since its searched
@@ -211,25 +232,7 @@ int run(const Args& a, const std::string& command_line) {
     std::printf("EX2: no profile for %s: decoders are judged at level T (tolerance), not bit for bit; "
                 "`tqref conform --calibrate` measures one\n", res.arch.c_str());
   }
-  for (auto& s : suites) {
-    // a generated suite (standard, models, pools, flags) not made yet: make it in --out
-    if (!s.path.empty()) continue;
-    s.path = a.out + "/golden/" + s.name + ".h5";
-    std::printf("suite %s: no golden file in the data directories; generating it (tqref generate "
-                "--suite %s --out %s)\n", s.name.c_str(), s.name.c_str(), s.path.c_str());
-    std::fflush(stdout);
-    if (!fs::exists(s.path)) {
-      try {
-        // without this GPU's profile, `tqref generate`'s default one (decoders are then judged
-        // at level T)
-        const Ex2Profile gen_ex2 = dev_ex2 ? *dev_ex2 : load_ex2_profile_for_arch("sm_90");
-        golden::generate_suite_file(s.name, s.path, &gen_ex2);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "tqref conform: generating the %s suite failed: %s\n", s.name.c_str(), e.what());
-        return kExitInternal;
-      }
-    }
-  }
+  if (!generate_missing_suites(suites, a.out, dev_ex2 ? &*dev_ex2 : nullptr)) return kExitInternal;
   for (const auto& s : suites) res.suites.emplace_back(s.name, s.path);
   GpuRunOptions o;
   o.device = a.device;

@@ -44,6 +44,41 @@ bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
   return true;
 }
 
+// The specs of --suite or --config (a user's --models table checked like a sweep) and the
+// provenance they start (suite, config text); an exit code after the message when they cannot
+// be made.
+std::optional<int> read_specs(const std::string& suite, const std::string& config, const std::string& models,
+                              std::vector<CaseSpec>& specs, Provenance& prov) {
+  try {
+    if (!config.empty()) {
+      prov.config_yaml = read_text_input(config, "--config");  // a regular file of at most 1 MiB
+      specs = config_specs(prov.config_yaml, config);
+      prov.suite = "config";
+    } else if (suite == "models") {
+      // the table the cases came from is the file's config_yaml (docs/golden-schema.md)
+      prov.config_yaml = builtin_model_table_text();
+      if (!models.empty()) prov.config_yaml = read_text_input(models, "--models");  // regular, <= 1 MiB
+      const std::string where = models.empty() ? "data/models/attention.yaml (built in)" : models;
+      specs = models_suite(models.empty() ? builtin_model_table() : parse_model_table(prov.config_yaml, where));
+      // A user's table is checked like a sweep (the built-in one by test_reliability): a model
+      // of 2^31 heads is refused here, not by the allocator.
+      common::SpecTotal total;
+      for (size_t i = 0; !models.empty() && i < specs.size(); ++i)
+        if (const std::string why = total.add(specs[i]); !why.empty())
+          throw std::invalid_argument(where + ": model '" + printable(specs[i].label) + "' (" +
+                                      kind_name(specs[i].kind) + " spec " + std::to_string(i) + "): " + why);
+      prov.suite = suite;
+    } else {
+      specs = suite_specs(suite);
+      prov.suite = suite;
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tqref generate: %s\n", e.what());
+    return config.empty() && models.empty() ? kExitUsage : kExitBadInput;
+  }
+  return std::nullopt;
+}
+
 int cmd_generate(const std::vector<std::string>& args) {
   std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models, model, variant;
   uint64_t seed = 1;
@@ -105,33 +140,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   }
   std::vector<CaseSpec> specs;
   Provenance prov;
-  try {
-    if (!config.empty()) {
-      prov.config_yaml = read_text_input(config, "--config");  // a regular file of at most 1 MiB
-      specs = config_specs(prov.config_yaml, config);
-      prov.suite = "config";
-    } else if (suite == "models") {
-      // the table the cases came from is the file's config_yaml (docs/golden-schema.md)
-      prov.config_yaml = builtin_model_table_text();
-      if (!models.empty()) prov.config_yaml = read_text_input(models, "--models");  // regular, <= 1 MiB
-      const std::string where = models.empty() ? "data/models/attention.yaml (built in)" : models;
-      specs = models_suite(models.empty() ? builtin_model_table() : parse_model_table(prov.config_yaml, where));
-      // A user's table is checked like a sweep (the built-in one by test_reliability): a model
-      // of 2^31 heads is refused here, not by the allocator.
-      common::SpecTotal total;
-      for (size_t i = 0; !models.empty() && i < specs.size(); ++i)
-        if (const std::string why = total.add(specs[i]); !why.empty())
-          throw std::invalid_argument(where + ": model '" + printable(specs[i].label) + "' (" +
-                                      kind_name(specs[i].kind) + " spec " + std::to_string(i) + "): " + why);
-      prov.suite = suite;
-    } else {
-      specs = suite_specs(suite);
-      prov.suite = suite;
-    }
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tqref generate: %s\n", e.what());
-    return config.empty() && models.empty() ? kExitUsage : kExitBadInput;
-  }
+  if (const auto rc = read_specs(suite, config, models, specs, prov)) return *rc;
   std::optional<Ex2Profile> ex2;
   bool need_ex2 = false;
   for (const auto& s : specs) need_ex2 |= s.kind == CaseKind::decode;
