@@ -93,7 +93,7 @@ int run_from_profile(const Options& o) {
                                 o.out.empty() ? default_ex2_profile_path(in.arch()) : o.out);
 }
 
-int run_on_gpu(const Options& o) {
+int run_on_gpu([[maybe_unused]] const Options& o) {
 #if TQREF_HAVE_GPU
   if (!require_gpu("tqref calibrate ex2", " Nothing measured.")) return kExitNoDevice;
   gpu::CalibrateEx2Options c;

@@ -146,6 +146,55 @@ conform::RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
   return {cov.observable(), cov.total(), cov.blind()};
 }
 
+// Every --suites item as a golden file; false after the message when one that is not generated
+// on demand has none.
+bool find_suites(const std::vector<std::string>& items, std::vector<SuiteFile>& suites) {
+  for (const auto& item : items) {
+    SuiteFile f = find_suite_file(item);
+    if (f.path.empty() && !is_generated_suite(item)) {
+      std::string where;
+      for (const auto& p : f.looked_in) where += " " + p;
+      std::fprintf(stderr, "tqref conform: suite %s: no golden file (looked in:%s)%s\n", item.c_str(),
+                   where.c_str(), item == "real" ? "; it is made from a trace by `tqref trace-golden` "
+                   "(docs/traces.md), or leave it out of --suites" : "");
+      return false;
+    }
+    suites.push_back(f);
+  }
+  return true;
+}
+
+#if TQREF_HAVE_GPU
+// This GPU's EX2 profile, recorded in res; none: the decoders are judged at level T.
+std::optional<Ex2Profile> device_ex2_profile(ConformResult& res) {
+  try {
+    res.ex2_profile_path = find_ex2_profile(res.arch);
+    Ex2Profile p = load_ex2_profile_for_arch(res.arch);
+    res.ex2_profile_id = p.id();
+    return p;
+  } catch (const Ex2ProfileError& e) {
+    res.ex2_profile_path.clear();
+    if (res.ex2_note.empty()) res.ex2_note = e.what();
+    std::printf("EX2: no profile for %s: decoders are judged at level T (tolerance), not bit for bit; "
+                "`tqref conform --calibrate` measures one\n", res.arch.c_str());
+    return std::nullopt;
+  }
+}
+
+// conform.md, conform.json and conform.junit.xml into --out, each whole or not at all.
+bool write_reports(const Args& a, const ConformResult& res) {
+  try {
+    common::write_file_atomic(a.out + "/conform.md", report_markdown(res, a.show));
+    common::write_file_atomic(a.out + "/conform.json", report_json(res));
+    common::write_file_atomic(a.out + "/conform.junit.xml", report_junit(res));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tqref conform: cannot write the reports into %s: %s\n", a.out.c_str(), e.what());
+    return false;
+  }
+  return true;
+}
+#endif
+
 int run(const Args& a, const std::string& command_line) {
   const auto t0 = std::chrono::steady_clock::now();
   ConformResult res;
@@ -181,18 +230,7 @@ int run(const Args& a, const std::string& command_line) {
   for (size_t i = 0; i < files.size(); ++i) res.modules.push_back(new_module_result(files[i], i + 1));
   print_precheck(res.modules);
   std::vector<SuiteFile> suites;
-  for (const auto& item : suite_items) {
-    SuiteFile f = find_suite_file(item);
-    if (f.path.empty() && !is_generated_suite(item)) {
-      std::string where;
-      for (const auto& p : f.looked_in) where += " " + p;
-      std::fprintf(stderr, "tqref conform: suite %s: no golden file (looked in:%s)%s\n", item.c_str(),
-                   where.c_str(), item == "real" ? "; it is made from a trace by `tqref trace-golden` "
-                   "(docs/traces.md), or leave it out of --suites" : "");
-      return kExitBadInput;
-    }
-    suites.push_back(f);
-  }
+  if (!find_suites(suite_items, suites)) return kExitBadInput;
   if (!require_gpu("tqref conform", " The pre-check above is all that can be done without one; run "
                    "this command on the GPU the kernels are for."))
     return kExitNoDevice;
@@ -221,17 +259,7 @@ int run(const Args& a, const std::string& command_line) {
     std::printf("EX2: %s\n", res.ex2_note.c_str());
     if (rc) return rc;
   }
-  std::optional<Ex2Profile> dev_ex2;
-  try {
-    res.ex2_profile_path = find_ex2_profile(res.arch);
-    dev_ex2.emplace(load_ex2_profile_for_arch(res.arch));
-    res.ex2_profile_id = dev_ex2->id();
-  } catch (const Ex2ProfileError& e) {
-    res.ex2_profile_path.clear();
-    if (res.ex2_note.empty()) res.ex2_note = e.what();
-    std::printf("EX2: no profile for %s: decoders are judged at level T (tolerance), not bit for bit; "
-                "`tqref conform --calibrate` measures one\n", res.arch.c_str());
-  }
+  const std::optional<Ex2Profile> dev_ex2 = device_ex2_profile(res);
   if (!generate_missing_suites(suites, a.out, dev_ex2 ? &*dev_ex2 : nullptr)) return kExitInternal;
   for (const auto& s : suites) res.suites.emplace_back(s.name, s.path);
   GpuRunOptions o;
@@ -256,14 +284,7 @@ int run(const Args& a, const std::string& command_line) {
   }
   if (!a.no_coverage) res.coverage = suites_coverage(suites);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  try {
-    common::write_file_atomic(a.out + "/conform.md", report_markdown(res, a.show));
-    common::write_file_atomic(a.out + "/conform.json", report_json(res));
-    common::write_file_atomic(a.out + "/conform.junit.xml", report_junit(res));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tqref conform: cannot write the reports into %s: %s\n", a.out.c_str(), e.what());
-    return kExitInternal;
-  }
+  if (!write_reports(a, res)) return kExitInternal;
   std::printf("\n%s\nreports: %s/conform.md, conform.json, conform.junit.xml\n", verdict_line(res).c_str(),
               a.out.c_str());
   return exit_code(res);
