@@ -41,6 +41,7 @@ void unshuffle_fixed(const uint8_t* in, size_t n, uint8_t* out) {
 }
 
 void unshuffle(const uint8_t* in, size_t size, uint32_t elem, uint8_t* out) {
+  if (size == 0) return;  // `in` and `out` may be null (empty buffers): no memcpy (fuzz finding 10)
   if (elem <= 1 || elem > size) {
     std::memcpy(out, in, size);
     return;
@@ -127,7 +128,7 @@ std::string decode_chunk(const uint8_t* stored, size_t stored_size, const std::v
   }
   if (size != chunk_bytes)
     return "a chunk that decodes to " + std::to_string(size) + " bytes; expected " + std::to_string(chunk_bytes);
-  std::memcpy(out, cur, size);
+  if (size) std::memcpy(out, cur, size);
   return "";
 }
 

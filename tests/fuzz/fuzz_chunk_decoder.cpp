@@ -4,7 +4,8 @@
 //   byte 0: the pipeline, 2 bits per filter (0 none, 1 deflate, 2 shuffle, 3 fletcher32), up to 4
 //           filters in the writer's order; with bit 7 of byte 1 set, a round trip instead (below)
 //   byte 1: the filter mask (bits 0..3), bit 7 as above;  byte 2: the shuffle element size
-//   bytes 3..5: the chunk size in bytes (little-endian, at most 2^24 - 1)
+//   bytes 3..5: the chunk size in bytes (little-endian, the low 20 bits: at most 1 MiB - 1, the size
+//           of tqref's chunks; larger ones only make each execution slower)
 // Must hold: decode_chunk returns "" having written exactly the chunk size, or a reason having
 // written nothing past it (a guard region after the output must stay untouched); it never reads
 // outside the input (ASan). Round trip: the chunk bytes, shuffled, deflated and checksummed here
@@ -53,7 +54,7 @@ void round_trip(const uint8_t* data, size_t size, uint32_t elem) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < kHeader) return 0;
   const uint32_t elem = data[2];
-  const uint64_t chunk_bytes = uint64_t(data[3]) | uint64_t(data[4]) << 8 | uint64_t(data[5]) << 16;
+  const uint64_t chunk_bytes = (uint64_t(data[3]) | uint64_t(data[4]) << 8 | uint64_t(data[5]) << 16) & 0xFFFFF;
   const uint8_t* stored = data + kHeader;
   const size_t stored_size = size - kHeader;
   if (data[1] & 0x80) {
