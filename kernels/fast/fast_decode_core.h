@@ -218,9 +218,8 @@ inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99
 // groups of 4, 2 and 1 (8 = 4+4, 7 = 4+2+1, 6 = 4+2, 5 = 4+1, 3 = 2+1; 1, 2 and 4 are one group,
 // the reduction they always had). A group of G heads has G * kTile = 8, 16 or 32 combinations:
 // a power of two that fits the warp, the transposed butterfly's one requirement.
-constexpr uint32_t score_group_heads(uint32_t HT, uint32_t h0) {
-  return HT - h0 >= 4 ? 4u : HT - h0 >= 2 ? 2u : 1u;
-}
+template <uint32_t HT, uint32_t h0>
+inline constexpr uint32_t kGroupHeads = HT - h0 >= 4 ? 4u : HT - h0 >= 2 ? 2u : 1u;
 
 // Where this lane's V bytes lie for the positions of one tile (the reference-order kernel's
 // dequant addressing): the tile's block, the lane's byte offset and bit shift inside a code row,
@@ -369,7 +368,7 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT, uint32_t h0>
 TQF_HD void score_group(const CtaCtx<Ops, F, kHdim, HT>& c,
                         const uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
-  constexpr uint32_t G = score_group_heads(HT, h0);
+  constexpr uint32_t G = kGroupHeads<HT, h0>;
   constexpr uint32_t N = G * kTile;  // combinations (head, position) of the group
   constexpr uint32_t K = kLog2<N>;
   static_assert(K <= 5, "a head group must have 8, 16 or 32 combinations");
