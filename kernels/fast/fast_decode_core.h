@@ -142,14 +142,14 @@ struct Tile {
   int32_t phys;
 };
 
-// A tile between its two phases: scores, factors and V loads done (factors in shared buffer
-// `buf`), o updates pending. The V loads of one tile are in flight while the next tile's
-// scores are computed.
 // Bit j*HT + h of a use mask: head h uses position j. 32 bits up to HT 4 (the code HT 1, 2, 4
 // always had), 64 above.
 template <uint32_t HT>
 using UseMask = std::conditional_t<(HT * kTile > 32), uint64_t, uint32_t>;
 
+// A tile between its two phases: scores, factors and V loads done (factors in shared buffer
+// `buf`), o updates pending. The V loads of one tile are in flight while the next tile's
+// scores are computed.
 template <uint32_t HT> struct Pending {
   Tile t;
   uint32_t buf;
