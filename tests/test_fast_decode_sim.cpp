@@ -176,7 +176,8 @@ void scale_q_head(DecodeCase& dc, uint32_t qh, int e) {
 
 // Every HT 1..8 (one CTA per kv head, G = HT), the three formats, odd and power-of-two block
 // sizes, lengths 0, 1, primes and lengths around tile and batch boundaries, and a q scale that
-// makes the sparse-V skip frequent.
+// makes the sparse-V skip frequent. Catches a head group that reduces or stores the wrong
+// combinations, a tile split that differs from the reference order, an L == 0 row written.
 BOOST_AUTO_TEST_CASE(every_ht_matches_model_hdim128) {
   const uint32_t blocks[5] = {1, 7, 13, 16, 32};
   uint64_t seed = 11;
@@ -197,7 +198,8 @@ BOOST_AUTO_TEST_CASE(every_ht_matches_model_hdim128) {
 
 // Every HT at HDIM 128 and 256 under sliding windows of 1, 50 and one longer than every
 // sequence (the partition then starts at 0), with sequences shorter than, near and far past the
-// window.
+// window. Catches a window start or chunk partition that depends on HT, and head-group indexing
+// that only holds at VEC 4 (HDIM 256 has VEC 8).
 BOOST_AUTO_TEST_CASE(every_ht_windows_both_hdims) {
   uint64_t seed = 101;
   for (uint32_t ht = 1; ht <= fastdec::kMaxHT; ++ht)
@@ -220,7 +222,8 @@ BOOST_AUTO_TEST_CASE(every_ht_windows_both_hdims) {
 // Groups split over several CTAs (qh0 and the kv head of a CTA that is not the first of its
 // group): MQA with 16 q heads at HT 8, 4, 2; GQA 16 at HT 8; GQA 12 at HT 6, 4, 3; GQA 7 at
 // Qwen2.5-7B's 28/4; GQA 5; MQA at HDIM 256 (gemma-2b-it's 8/1). q_pad 3 keeps q and the K rows
-// of the MQA case off 16-byte alignment (the 2-byte K path).
+// of the MQA case off 16-byte alignment (the 2-byte K path). Catches a CTA of a split group that
+// reads another CTA's q heads or writes their output rows, or maps to the wrong kv head.
 BOOST_AUTO_TEST_CASE(split_groups_and_odd_groups) {
   struct Geo {
     uint32_t nq, nkv, hdim, ht, q_pad;
@@ -250,7 +253,9 @@ BOOST_AUTO_TEST_CASE(split_groups_and_odd_groups) {
 // scaled by 8); (b) only the last head of each CTA uses positions (the use mask's top bits,
 // j*HT + HT-1, up to bit 63 at HT 8); (c) only the first head does; (d) every head uses every
 // position (the all-used mask, 64 bits wide at HT 8). Full tiles (block size 16) go through
-// the per-head tests with constant tile masks, the lengths add partial tiles.
+// the per-head tests with constant tile masks, the lengths add partial tiles. Catches a use mask
+// that loses bits above 31 (HT > 4), a V row skipped although one head uses it or read although
+// none does (the V-row counter), a skip decision taken for the wrong head.
 BOOST_AUTO_TEST_CASE(per_head_skip_patterns) {
   uint64_t seed = 401;
   for (uint32_t ht : {3u, 4u, 5u, 6u, 7u, 8u})
@@ -280,6 +285,7 @@ BOOST_AUTO_TEST_CASE(per_head_skip_patterns) {
 // V rows that are not 4-byte aligned (odd block stride: the byte-by-byte code path instead of
 // aligned words; odd data section: scale addressing) and the entry points without statistics
 // (kStats = false compiles the counting out; the output must not change), at HT 3, 4 and 8.
+// Catches V addressing or code extraction that differs between head groups or HTs.
 BOOST_AUTO_TEST_CASE(gqa_unaligned_v_and_no_stats) {
   uint64_t seed = 201;
   for (Format f : kFormatsCycle)
@@ -305,7 +311,9 @@ BOOST_AUTO_TEST_CASE(gqa_unaligned_v_and_no_stats) {
       }
 }
 
-// Geometry rule of the launcher and the kernel.
+// Geometry rule of the launcher and the kernel, on the models table's ratios and on the edges
+// (HT above 8, HT not dividing G, a q-head count that is not a multiple of the kv heads, zeros).
+// Catches a rule that admits a CTA straddling two kv heads or refuses a valid grid.
 BOOST_AUTO_TEST_CASE(heads_per_cta_rule) {
   BOOST_TEST(fastdec::heads_per_cta(32, 8, 8) == 4u);
   BOOST_TEST(fastdec::heads_per_cta(32, 8, 16) == 2u);
@@ -337,7 +345,8 @@ BOOST_AUTO_TEST_CASE(heads_per_cta_rule) {
 // Every geometry of the models table (data/models/attention.yaml) gets HT = its GQA ratio (all
 // are at most 8); those with a contract HDIM (head_dim 128 or 256; the fast decoders do not
 // implement docs/spec.md section 5.1) are simulated at that HT, whole (every q and kv head),
-// under the model's first sliding window if it has one, against the model.
+// under the model's first sliding window if it has one, against the model. Catches a model
+// geometry left without a legal HT or launched at one the kernel computes wrongly.
 BOOST_AUTO_TEST_CASE(models_table_geometries) {
   uint64_t seed = 501;
   for (const golden::ModelGeometry& m : golden::builtin_model_table()) {
