@@ -71,6 +71,7 @@ template <uint32_t kHdim> struct Shared {
   float eo[2][kDecodeWarps][kTile * kMaxHT];   // rescale factor of the step starting at j
   float m[kDecodeWarps], l[kDecodeWarps];      // merge: warp states of one head
   float o[kDecodeWarps][kHdim];
+  alignas(16) float q[kMaxHT][kHdim];          // q of the CTA's heads as f32 (exact), [h][d]
 };
 
 // Heads per CTA for a launch with grid.x CTAs per sequence: num_q_heads / grid_x when that is
@@ -299,7 +300,7 @@ TQF_HD uint32_t v_codes(const VPlace<F, VEC>& vp, uint32_t lo, uint32_t hi) {
 }
 
 // What one thread of a CTA knows for its whole run: the launch, its warp and lane, the kv head
-// and the HT q heads it serves, where its K and V bytes lie, and its q values.
+// and the HT q heads it serves, where its K and V bytes lie (q is in shared memory).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct CtaCtx {
   static constexpr uint32_t VEC = kHdim / kWarpSize;
   const Args& a;
@@ -311,7 +312,6 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct CtaCtx {
   bool k_aligned;                // k_cache 16-byte aligned: vector K loads
   uint32_t B, k_row_stride;      // block_size; elements between slots of the K pool
   VPlace<F, VEC> vp;
-  float qf[HT][VEC];
 };
 
 // A lane's running state: o for every head; m and l of head my_h (the chain lanes); the
@@ -372,6 +372,13 @@ TQF_HD void score_group(const CtaCtx<Ops, F, kHdim, HT>& c,
   constexpr uint32_t N = G * kTile;  // combinations (head, position) of the group
   constexpr uint32_t K = kLog2<N>;
   static_assert(K <= 5, "a head group must have 8, 16 or 32 combinations");
+  // q of the group's heads, this lane's dims: from shared memory for this group only, so that
+  // no HT x VEC q registers stay live through the tile (HT 8 would spill them)
+  float qf[G][VEC];
+TQF_UNROLL
+  for (uint32_t g = 0; g < G; ++g)
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; i += 4) Ops::lds4(&c.sm.q[h0 + g][c.lane * VEC + i], &qf[g][i]);
   float val[N];
 TQF_UNROLL
   for (uint32_t j = 0; j < kTile; ++j) {
@@ -387,8 +394,8 @@ TQF_UNROLL
 TQF_UNROLL
       for (uint32_t i = 0; i < VEC / 2; ++i)
         // --fmad=false: two products, their sum, the running sum, each rounded
-        part = Ops::add(part, Ops::add(Ops::mul(c.qf[h0 + g][2 * i], kf[2 * i]),
-                                       Ops::mul(c.qf[h0 + g][2 * i + 1], kf[2 * i + 1])));
+        part = Ops::add(part, Ops::add(Ops::mul(qf[g][2 * i], kf[2 * i]),
+                                       Ops::mul(qf[g][2 * i + 1], kf[2 * i + 1])));
       val[j * G + g] = part;
     }
   }
@@ -672,6 +679,11 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
 
   if (tid < kLevels) sm.cb16[tid] = Ops::template codebook16<F>(tid);
   sm.fp8[tid] = Ops::fp8(tid);  // 256 threads: every scale byte's value (exact)
+  const uint16_t* q_seq = a.q + static_cast<uint64_t>(seq) * a.q_stride;
+  for (uint32_t i = tid; i < HT * kHdim; i += 256) {  // q of head qh0 + i / kHdim, dim i % kHdim
+    const uint32_t h = i / kHdim, d = i % kHdim;
+    sm.q[h][d] = Ops::bf16(Ops::load_u16(q_seq + static_cast<uint64_t>(qh0 + h) * a.head_dim + d));
+  }
   ops.sync_cta();
 
   // The reference-order kernel's partition, identical for every head of the sequence.
@@ -682,15 +694,7 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   CtaCtx<Ops, F, kHdim, HT> c{a, sm, ops, warp, lane, seq, qh0, kvh, lane % HT,
                               a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq,
                               Ops::aligned16(a.k_cache), a.block_size,
-                              a.num_kv_heads * a.head_dim, v_place<Ops, F, VEC>(a, kvh, lane),
-                              {}};
-TQF_UNROLL
-  for (uint32_t h = 0; h < HT; ++h) {
-    const uint16_t* qp = a.q + static_cast<uint64_t>(seq) * a.q_stride +
-                         static_cast<uint64_t>(qh0 + h) * a.head_dim + lane * VEC;
-TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) c.qf[h][i] = Ops::bf16(Ops::load_u16(qp + i));
-  }
+                              a.num_kv_heads * a.head_dim, v_place<Ops, F, VEC>(a, kvh, lane)};
 
   LaneState<HT, VEC> st;
 TQF_UNROLL
