@@ -358,9 +358,9 @@ TQF_UNROLL
   }
 }
 
-// Phase A, part 2, one head group: the scores of heads h0 .. h0+G-1 at every position of the
+// Phase A, part 2, one head group: the scores of heads h0 .. h0+GH-1 at every position of the
 // tile into sm.sc (index j*HT + h): the per-lane pairwise partials in the reference order,
-// reduced by the transposed butterfly of the group's G*kTile combinations (combination j*G + g
+// reduced by the transposed butterfly of the group's GH*kTile combinations (combination j*GH + g
 // is head h0+g at position j), times inv_sqrt_d; then the next group. The groups are
 // independent reductions of disjoint combinations, each on exactly the values the reference
 // butterfly adds, so splitting HT cannot change a bit (docs/kernels.md, "Head groups").
@@ -368,15 +368,15 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT, uint32_t h0>
 TQF_HD void score_group(const CtaCtx<Ops, F, kHdim, HT>& c,
                         const uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
-  constexpr uint32_t G = kGroupHeads<HT, h0>;
-  constexpr uint32_t N = G * kTile;  // combinations (head, position) of the group
+  constexpr uint32_t GH = kGroupHeads<HT, h0>;
+  constexpr uint32_t N = GH * kTile;  // combinations (head, position) of the group
   constexpr uint32_t K = kLog2<N>;
   static_assert(K <= 5, "a head group must have 8, 16 or 32 combinations");
   // q of the group's heads, this lane's dims: from shared memory for this group only, so that
   // no HT x VEC q registers stay live through the tile (HT 8 would spill them)
-  float qf[G][VEC];
+  float qf[GH][VEC];
 TQF_UNROLL
-  for (uint32_t g = 0; g < G; ++g)
+  for (uint32_t g = 0; g < GH; ++g)
 TQF_UNROLL
     for (uint32_t i = 0; i < VEC; i += 4) Ops::lds4(&c.sm.q[h0 + g][c.lane * VEC + i], &qf[g][i]);
   float val[N];
@@ -389,21 +389,21 @@ TQF_UNROLL
       kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] >> 16));
     }
 TQF_UNROLL
-    for (uint32_t g = 0; g < G; ++g) {
+    for (uint32_t g = 0; g < GH; ++g) {
       float part = 0.0f;
 TQF_UNROLL
       for (uint32_t i = 0; i < VEC / 2; ++i)
         // --fmad=false: two products, their sum, the running sum, each rounded
         part = Ops::add(part, Ops::add(Ops::mul(qf[g][2 * i], kf[2 * i]),
                                        Ops::mul(qf[g][2 * i + 1], kf[2 * i + 1])));
-      val[j * G + g] = part;
+      val[j * GH + g] = part;
     }
   }
   transposed_steps<Ops, N, 16>(val, c.lane);
   const uint32_t combo = c.lane >> (5 - K);
   if ((c.lane & ((1u << (5 - K)) - 1u)) == 0)
-    c.sm.sc[c.warp][(combo / G) * HT + h0 + combo % G] = Ops::mul(val[0], c.a.inv_sqrt_d);
-  if constexpr (h0 + G < HT) score_group<Ops, F, kHdim, HT, h0 + G>(c, kraw);
+    c.sm.sc[c.warp][(combo / GH) * HT + h0 + combo % GH] = Ops::mul(val[0], c.a.inv_sqrt_d);
+  if constexpr (h0 + GH < HT) score_group<Ops, F, kHdim, HT, h0 + GH>(c, kraw);
 }
 
 // Phase A, part 2: the scores of every (head, position) of the tile, group by group.
