@@ -47,9 +47,14 @@ def main():
     if not groups:
         print("plot_bench: no decode results", file=sys.stderr)
         return 3
-    series = ["reference-order", "gqa HT4", "gqa HT2", "gqa HT1", "torch sdpa"]
-    colors = {"reference-order": "#888888", "gqa HT4": "#1f77b4", "gqa HT2": "#4f9fd4", "gqa HT1": "#9fcbe8",
-              "torch sdpa": "#d62728"}
+    # one bar per GQA heads-per-CTA present (1 to 8), widest first, darker for wider; floor rows
+    # are not plotted (their HT would collide with the GQA bar of the same HT)
+    hts = sorted({d["heads_per_cta"] for d in b["decode"] if d.get("variant") == "gqa"}, reverse=True)
+    series = ["reference-order"] + [f"gqa HT{h}" for h in hts] + ["torch sdpa"]
+    blues = plt.get_cmap("Blues")
+    colors = {"reference-order": "#888888", "torch sdpa": "#d62728"}
+    for i, h in enumerate(hts):
+        colors[f"gqa HT{h}"] = blues(0.9 - 0.6 * i / max(1, len(hts) - 1))
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 5))
     width = 0.8 / len(series)
     labels = []
@@ -58,6 +63,8 @@ def main():
         labels.append(f"{fmt}\nD{hdim} {S}x{hq}/{hkv}\nL{L} qs{qs:g}")
         vals = {}
         for d in rows:
+            if d.get("variant", "gqa") == "floor":
+                continue
             name = "reference-order" if d["heads_per_cta"] == 0 else f"gqa HT{d['heads_per_cta']}"
             vals[name] = (d["timing"]["median_ms"], d["conformant"])
         tk = (hdim, S, hq, hkv, L)

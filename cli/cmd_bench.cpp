@@ -100,7 +100,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (only_len != 0 && s.seq_len != only_len) continue;
     std::printf("decode %s ...\n", s.label().c_str());
     std::fflush(stdout);
-    for (auto& r : b.decode(s, {4, 2, 1}, first ? model_seqs : 0)) rep.decode.push_back(r);
+    for (auto& r : b.decode(s, bench::all_heads_per_cta(), first ? model_seqs : 0)) rep.decode.push_back(r);
     first = false;
   }
   for (const auto& w : shapes.writer) {

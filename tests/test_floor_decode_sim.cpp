@@ -143,7 +143,7 @@ SimResult run_sim(const DecodeCase& dc, uint32_t ht, const DecodeDiagnostics& di
   g_v_hi = dc.v_cache.data() + dc.v_cache.size();
   g_v_read = std::make_unique<std::atomic<uint8_t>[]>(dc.v_cache.size());
   g_thresh = dc.p.threshold;
-  BOOST_REQUIRE_EQUAL(fastdec::heads_per_cta(dc.p.num_q_heads, dc.p.num_kv_heads,
+  BOOST_REQUIRE_EQUAL(floordec::heads_per_cta(dc.p.num_q_heads, dc.p.num_kv_heads,
                                              dc.p.num_q_heads / ht), ht);
   auto go = [&](auto hd) {
     constexpr uint32_t H = decltype(hd)::value;
@@ -183,7 +183,7 @@ void check_case(const CaseSpec& c, bool expect_skips, float thresh = kSparseVThr
   if (expect_skips) BOOST_TEST(skipped > 0u);
   bool any_ht = false;
   for (uint32_t ht : {1u, 2u, 4u}) {
-    if (fastdec::heads_per_cta(c.num_q_heads, c.num_kv_heads, c.num_q_heads / ht) != ht) continue;
+    if (floordec::heads_per_cta(c.num_q_heads, c.num_kv_heads, c.num_q_heads / ht) != ht) continue;
     any_ht = true;
     BOOST_TEST_CONTEXT(name_of(c, ht, thresh)) {
       const SimResult got = run_sim(dc, ht, diag);

@@ -43,6 +43,8 @@ struct ModelHeads {
   const char* name;
   uint32_t q_heads, kv_heads, head_dim;
 };
+// Every geometry of data/models/attention.yaml with a contract HDIM is here (Llama-3.1-8B stands
+// for Qwen3-8B and Mistral-7B, which share 32/8/128), plus Qwen2.5-3B and StarCoder-15B.
 constexpr ModelHeads kModels[] = {
     {"Llama-3.2-3B", 24, 8, 128},   // GQA 3
     {"Llama-3.1-8B", 32, 8, 128},   // GQA 4
@@ -51,6 +53,10 @@ constexpr ModelHeads kModels[] = {
     {"Qwen2.5-3B", 16, 2, 128},     // GQA 8
     {"Gemma-2-9B", 16, 8, 256},     // GQA 2, HDIM 256
     {"StarCoder-15B", 48, 1, 128},  // MQA
+    {"Qwen3-0.6B", 16, 8, 128},     // GQA 2
+    {"gemma-2b-it", 8, 1, 256},     // GQA 8 (MQA), HDIM 256
+    {"gemma-2-2b", 8, 4, 256},      // GQA 2, HDIM 256
+    {"gemma-3-270m", 4, 1, 256},    // GQA 4 (MQA), HDIM 256
 };
 
 std::vector<DecodeShape> full_decode(float q_sigma) {

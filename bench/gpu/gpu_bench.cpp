@@ -13,7 +13,9 @@
 
 #include "gpu/launch.h"
 #include "io/ex2_profile_io.h"
+#include "kernels/fast/fast_decode_core.h"
 #include "kernels/fast/fast_writer_core.h"
+#include "kernels/fast/floor_decode_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/decode.h"
 #include "tqref/writer.h"
@@ -21,6 +23,12 @@
 namespace tqref::bench {
 
 std::string format_name(Format f) { return traits(f).name; }
+
+std::vector<uint32_t> all_heads_per_cta() {
+  std::vector<uint32_t> v;
+  for (uint32_t ht = fastdec::kMaxHT; ht >= 1; --ht) v.push_back(ht);
+  return v;
+}
 
 std::string DecodeShape::label() const {
   char b[160];
@@ -258,9 +266,9 @@ struct GpuBench::Impl {
                          const std::vector<uint16_t>& ref, uint32_t* stats_ht, DecodeResult& base) {
     const uint32_t QH = sh.num_q_heads;
     *stats_ht = 0;
-    for (uint32_t ht : {4u, 2u, 1u})
-      if (!*stats_ht && std::find(hts.begin(), hts.end(), ht) != hts.end() && ht * (QH / ht) == QH &&
-          (QH / sh.num_kv_heads) % ht == 0)
+    for (uint32_t ht : hts)
+      if (ht > *stats_ht && QH % ht == 0 &&
+          fastdec::heads_per_cta(QH, sh.num_kv_heads, QH / ht) == ht)
         *stats_ht = ht;
     if (!*stats_ht) return 0;
     const unsigned long long zero[3] = {0, 0, 0};
@@ -315,7 +323,11 @@ struct GpuBench::Impl {
     const std::string floor_mod = sh.hdim == 128 ? "decode_floor_hdim128" : "decode_floor_hdim256";
     for (const auto& [mod, suffix] : {std::pair{fast_mod, std::string("_gqa")}, {floor_mod, std::string("_floor")}})
       for (uint32_t ht : hts) {
-        if (QH % ht != 0 || (QH / sh.num_kv_heads) % ht != 0) continue;  // invalid geometry
+        // the grid each variant's kernels accept (any other traps): GQA HT 1..8, floor 1, 2, 4
+        const uint32_t ok = QH % ht != 0                   ? 0
+                            : suffix == "_gqa"             ? fastdec::heads_per_cta(QH, sh.num_kv_heads, QH / ht)
+                                                           : floordec::heads_per_cta(QH, sh.num_kv_heads, QH / ht);
+        if (ok != ht) continue;
         DecodeResult r = base;
         r.kernel = "paged_decode_attn_bf16k_" + fmt + suffix;
         r.heads_per_cta = ht;

@@ -10,6 +10,7 @@
 #include "io/ex2_profile_io.h"
 #include "judge/launch_buffers.h"
 #include "kernels/fast/fast_decode_core.h"
+#include "kernels/fast/floor_decode_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/contract.h"
 
@@ -97,13 +98,12 @@ std::string GpuBackend::name() const {
 
 namespace {
 
-// The heads per CTA of a variant launch: the largest of 4, 2, 1 the kernels accept (0: none).
-uint32_t variant_heads_per_cta(const golden::GoldenCase& c) {
-  for (uint32_t ht : {4u, 2u, 1u})
-    if (c.d.p.num_q_heads % ht == 0 &&
-        fastdec::heads_per_cta(c.d.p.num_q_heads, c.d.p.num_kv_heads, c.d.p.num_q_heads / ht) == ht)
-      return ht;
-  return 0;
+// The heads per CTA of a variant launch: the largest the variant's kernels accept (gqa: 8 down
+// to 1; floor: 4, 2, 1), 0 when none does.
+uint32_t variant_heads_per_cta(const golden::GoldenCase& c, const std::string& variant) {
+  const uint32_t nq = c.d.p.num_q_heads, nkv = c.d.p.num_kv_heads;
+  return variant == "floor" ? floordec::widest_heads_per_cta(nq, nkv)
+                            : fastdec::widest_heads_per_cta(nq, nkv);
 }
 
 }  // namespace
@@ -171,10 +171,11 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
         return "head_dim " + std::to_string(c.d.p.head_dim) + " on an HDIM=" + std::to_string(hdim) +
                " build: the " + opt_.decode_variant +
                " decoders do not implement docs/spec.md section 5.1 (head_dim != HDIM)";
-      if (!opt_.decode_variant.empty() && variant_heads_per_cta(c) == 0)
-        return "the " + opt_.decode_variant + " decoders serve 1, 2 or 4 q heads of one kv head per CTA: " +
-               std::to_string(c.d.p.num_q_heads) + " q heads on " + std::to_string(c.d.p.num_kv_heads) +
-               " kv heads allow none";
+      if (!opt_.decode_variant.empty() && variant_heads_per_cta(c, opt_.decode_variant) == 0)
+        return "the " + opt_.decode_variant + " decoders serve " +
+               (opt_.decode_variant == "floor" ? "1, 2 or 4" : "1 to 8") +
+               " q heads of one kv head per CTA: " + std::to_string(c.d.p.num_q_heads) +
+               " q heads on " + std::to_string(c.d.p.num_kv_heads) + " kv heads allow none";
       if (!is_decode_hdim(hdim))
         return "HDIM " + std::to_string(hdim) + ": the built-in decoders are HDIM 128 and 256";
       if (c.threshold != kSparseVThreshold)
@@ -222,7 +223,9 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
     pack_decode_args(args, {at["q"], at["k_cache"], at["v_cache"], at["output"], at["block_tables"],
                             at["seq_lens"]},
                      c.d.p);
-    grid.x = opt_.decode_variant.empty() ? c.d.p.num_q_heads : c.d.p.num_q_heads / variant_heads_per_cta(c);
+    grid.x = opt_.decode_variant.empty()
+                 ? c.d.p.num_q_heads
+                 : c.d.p.num_q_heads / variant_heads_per_cta(c, opt_.decode_variant);
     grid.y = c.d.p.num_seqs;
   }
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)

@@ -46,7 +46,8 @@ struct GpuOptions {
   // Decoders: "" the reference-order kernels; "gqa" or "floor" the built-in variant modules
   // (decode_fast_hdim<H> / decode_floor_hdim<H>, entry points <name>_gqa / <name>_floor, same
   // bits as the reference order) launched on grid [num_q_heads / HT, num_seqs] with HT the
-  // largest of 4, 2, 1 that heads_per_cta() accepts (docs/kernels.md). Not with module_path.
+  // largest the variant accepts: fastdec::widest_heads_per_cta (1 to 8) for gqa,
+  // floordec::widest_heads_per_cta (4, 2, 1) for floor (docs/kernels.md). Not with module_path.
   std::string decode_variant;
 };
 

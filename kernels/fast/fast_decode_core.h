@@ -1,6 +1,6 @@
 // Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/kernels.md,
-// "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in {1,2,4}, HT divides
-// the GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
+// "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in 1..8, HT divides the
+// GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
 // exactly the reference-order kernel's arithmetic (docs/spec.md section 5): its 8-warp partition,
 // batches of 4 within a cache block then singles, the per-lane pairwise score and the
 // 16,8,4,2,1 butterfly, the per-head skip decision, the stride-4/2/1 merge. Only the order in
@@ -9,9 +9,11 @@
 //    tiles of up to kTile positions of one segment made of whole steps (a step = one batch of
 //    4 or one single), loading the tile's K rows once for all HT heads and prefetching the next
 //    tile's into L2;
-//  - the HT x kTile butterflies of a tile run as one "transposed" reduction: at every xor step
-//    a lane keeps half of its values and swaps the other half with its partner, so each add is
-//    the butterfly's own `part(l) + part(l xor off)` on the same two values, with 1 shuffle per
+//  - the HT x kTile butterflies of a tile run as "transposed" reductions, one per head group
+//    (HT split into groups of 4, 2 and 1 heads, so that each group's combination count is a
+//    power of two of at most 32): at every xor step a lane keeps half of its values and swaps
+//    the other half with its partner, so each add is the butterfly's own
+//    `part(l) + part(l xor off)` on the same two values, with about 1 shuffle per
 //    (head, position) instead of 5;
 //  - the scalar softmax chain (m, l, eo, ef) of head h runs in lanes with lane % HT == h and
 //    goes to shared memory; then every lane updates its o for all heads in step order;
@@ -23,6 +25,7 @@
 // (tests/test_fast_decode_sim.cpp), which checks it against the CPU model.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "tqref/format.h"
 
@@ -37,7 +40,7 @@
 namespace tqref::fastdec {
 
 inline constexpr uint32_t kTile = 8;    // positions per tile (whole steps only)
-inline constexpr uint32_t kMaxHT = 4;   // q heads per CTA at most
+inline constexpr uint32_t kMaxHT = 8;   // q heads per CTA at most (larger groups: several CTAs)
 
 // The 16 decoder parameters of docs/spec.md section 5 (same names and meaning) plus an optional
 // statistics buffer (the _stats entry points): counters[0] += (head, position) pairs,
@@ -68,16 +71,29 @@ template <uint32_t kHdim> struct Shared {
   float eo[2][kDecodeWarps][kTile * kMaxHT];   // rescale factor of the step starting at j
   float m[kDecodeWarps], l[kDecodeWarps];      // merge: warp states of one head
   float o[kDecodeWarps][kHdim];
+  alignas(16) float q[kMaxHT][kHdim];          // q of the CTA's heads as f32 (exact), [h][d]
 };
 
 // Heads per CTA for a launch with grid.x CTAs per sequence: num_q_heads / grid_x when that is
-// 1, 2 or 4 and divides the GQA ratio, else 0 (invalid launch).
+// 1 .. kMaxHT and divides the GQA ratio (so a CTA never straddles two kv heads), else 0 (invalid
+// launch). A group larger than kMaxHT (MQA, GQA 16) is split over G / HT CTAs.
 TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t grid_x) {
   if (num_kv_heads == 0 || grid_x == 0 || num_q_heads % num_kv_heads != 0) return 0;
   if (num_q_heads % grid_x != 0) return 0;
   const uint32_t ht = num_q_heads / grid_x, g = num_q_heads / num_kv_heads;
-  if ((ht != 1 && ht != 2 && ht != 4) || g % ht != 0) return 0;
+  if (ht == 0 || ht > kMaxHT || g % ht != 0) return 0;
   return ht;
+}
+
+// The launcher's choice for a geometry: the largest HT the kernel accepts (the least K and V
+// traffic per q head; a smaller one only pays when it fills idle SMs, which tqref bench measures).
+// 0 only for a geometry no grid can serve (num_q_heads not a multiple of num_kv_heads). HT 1 is
+// always valid otherwise, so every geometry with whole GQA groups gets a launch.
+TQF_HD uint32_t widest_heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads) {
+  for (uint32_t ht = kMaxHT; ht >= 1; --ht)
+    if (num_q_heads % ht == 0 && heads_per_cta(num_q_heads, num_kv_heads, num_q_heads / ht) == ht)
+      return ht;
+  return 0;
 }
 
 // Warp (chunk) w's range [begin, end) in the reference order's partition of the sequence of
@@ -127,12 +143,18 @@ struct Tile {
   int32_t phys;
 };
 
+// Bit j*HT + h of a use mask: head h uses position j. 32 bits up to HT 4 (the code HT 1, 2, 4
+// always had), 64 above.
+template <uint32_t HT>
+using UseMask = std::conditional_t<(HT * kTile > 32), uint64_t, uint32_t>;
+
 // A tile between its two phases: scores, factors and V loads done (factors in shared buffer
 // `buf`), o updates pending. The V loads of one tile are in flight while the next tile's
 // scores are computed.
-struct Pending {
+template <uint32_t HT> struct Pending {
   Tile t;
-  uint32_t buf, use_mask;  // use_mask bit j*HT + h: head h uses position j (ef > THRESH)
+  uint32_t buf;
+  UseMask<HT> use_mask;  // bit j*HT + h: head h uses position j (ef > THRESH)
   uint32_t vlo[kTile], vhi[kTile], vscale[kTile];  // load_v_raw() results, decoded in phase B
 };
 
@@ -189,9 +211,16 @@ TQF_UNROLL
   }
 }
 
-// log2 of the combination count (8, 16 or 32 for HT = 1, 2, 4).
+// log2 of a head group's combination count (8, 16 or 32 for groups of 1, 2, 4 heads).
 template <uint32_t N>
 inline constexpr uint32_t kLog2 = N == 8 ? 3u : N == 16 ? 4u : N == 32 ? 5u : 99u;
+
+// Heads of the score group that starts at head h0 of HT: the binary decomposition of HT into
+// groups of 4, 2 and 1 (8 = 4+4, 7 = 4+2+1, 6 = 4+2, 5 = 4+1, 3 = 2+1; 1, 2 and 4 are one group,
+// the reduction they always had). A group of G heads has G * kTile = 8, 16 or 32 combinations:
+// a power of two that fits the warp, the transposed butterfly's one requirement.
+template <uint32_t HT, uint32_t h0>
+inline constexpr uint32_t kGroupHeads = HT - h0 >= 4 ? 4u : HT - h0 >= 2 ? 2u : 1u;
 
 // Where this lane's V bytes lie for the positions of one tile (the reference-order kernel's
 // dequant addressing): the tile's block, the lane's byte offset and bit shift inside a code row,
@@ -271,7 +300,7 @@ TQF_HD uint32_t v_codes(const VPlace<F, VEC>& vp, uint32_t lo, uint32_t hi) {
 }
 
 // What one thread of a CTA knows for its whole run: the launch, its warp and lane, the kv head
-// and the HT q heads it serves, where its K and V bytes lie, and its q values.
+// and the HT q heads it serves, where its K and V bytes lie (q is in shared memory).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct CtaCtx {
   static constexpr uint32_t VEC = kHdim / kWarpSize;
   const Args& a;
@@ -283,7 +312,6 @@ template <class Ops, Format F, uint32_t kHdim, uint32_t HT> struct CtaCtx {
   bool k_aligned;                // k_cache 16-byte aligned: vector K loads
   uint32_t B, k_row_stride;      // block_size; elements between slots of the K pool
   VPlace<F, VEC> vp;
-  float qf[HT][VEC];
 };
 
 // A lane's running state: o for every head; m and l of head my_h (the chain lanes); the
@@ -330,40 +358,59 @@ TQF_UNROLL
   }
 }
 
-// Phase A, part 2: the scores of every (head, position) of the tile into sm.sc: the per-lane
-// pairwise partials in the reference order, reduced by the transposed butterfly, times
-// inv_sqrt_d.
-template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
-TQF_HD void tile_scores(const CtaCtx<Ops, F, kHdim, HT>& c,
+// Phase A, part 2, one head group: the scores of heads h0 .. h0+GH-1 at every position of the
+// tile into sm.sc (index j*HT + h): the per-lane pairwise partials in the reference order,
+// reduced by the transposed butterfly of the group's GH*kTile combinations (combination j*GH + g
+// is head h0+g at position j), times inv_sqrt_d; then the next group. The groups are
+// independent reductions of disjoint combinations, each on exactly the values the reference
+// butterfly adds, so splitting HT cannot change a bit (docs/kernels.md, "Head groups").
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT, uint32_t h0>
+TQF_HD void score_group(const CtaCtx<Ops, F, kHdim, HT>& c,
                         const uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
-  constexpr uint32_t N = HT * kTile;  // combinations (head, position) per tile
+  constexpr uint32_t GH = kGroupHeads<HT, h0>;
+  constexpr uint32_t N = GH * kTile;  // combinations (head, position) of the group
   constexpr uint32_t K = kLog2<N>;
-  static_assert(K <= 5, "HT * kTile must be 8, 16 or 32");
+  static_assert(K <= 5, "a head group must have 8, 16 or 32 combinations");
+  // q of the group's heads, this lane's dims: from shared memory for this group only, so that
+  // no HT x VEC q registers stay live through the tile (HT 8 would spill them)
+  float qf[GH][VEC];
+TQF_UNROLL
+  for (uint32_t g = 0; g < GH; ++g)
+TQF_UNROLL
+    for (uint32_t i = 0; i < VEC; i += 4) Ops::lds4(&c.sm.q[h0 + g][c.lane * VEC + i], &qf[g][i]);
   float val[N];
 TQF_UNROLL
   for (uint32_t j = 0; j < kTile; ++j) {
-    float kf[VEC];
+    float kf[VEC];  // exact bf16 -> f32, converted again per group (registers over a few ALU ops)
 TQF_UNROLL
     for (uint32_t i = 0; i < VEC / 2; ++i) {
       kf[2 * i] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] & 0xFFFFu));
       kf[2 * i + 1] = Ops::bf16(static_cast<uint16_t>(kraw[j][i] >> 16));
     }
 TQF_UNROLL
-    for (uint32_t h = 0; h < HT; ++h) {
+    for (uint32_t g = 0; g < GH; ++g) {
       float part = 0.0f;
 TQF_UNROLL
       for (uint32_t i = 0; i < VEC / 2; ++i)
         // --fmad=false: two products, their sum, the running sum, each rounded
-        part = Ops::add(part, Ops::add(Ops::mul(c.qf[h][2 * i], kf[2 * i]),
-                                       Ops::mul(c.qf[h][2 * i + 1], kf[2 * i + 1])));
-      val[j * HT + h] = part;
+        part = Ops::add(part, Ops::add(Ops::mul(qf[g][2 * i], kf[2 * i]),
+                                       Ops::mul(qf[g][2 * i + 1], kf[2 * i + 1])));
+      val[j * GH + g] = part;
     }
   }
   transposed_steps<Ops, N, 16>(val, c.lane);
   const uint32_t combo = c.lane >> (5 - K);
   if ((c.lane & ((1u << (5 - K)) - 1u)) == 0)
-    c.sm.sc[c.warp][combo] = Ops::mul(val[0], c.a.inv_sqrt_d);
+    c.sm.sc[c.warp][(combo / GH) * HT + h0 + combo % GH] = Ops::mul(val[0], c.a.inv_sqrt_d);
+  if constexpr (h0 + GH < HT) score_group<Ops, F, kHdim, HT, h0 + GH>(c, kraw);
+}
+
+// Phase A, part 2: the scores of every (head, position) of the tile, group by group.
+template <class Ops, Format F, uint32_t kHdim, uint32_t HT>
+TQF_HD void tile_scores(const CtaCtx<Ops, F, kHdim, HT>& c,
+                        const uint32_t (&kraw)[kTile][kHdim / kWarpSize / 2]) {
+  score_group<Ops, F, kHdim, HT, 0>(c, kraw);
 }
 
 // Phase A, part 3: the softmax chain of head my_h over the tile's steps, exactly as the
@@ -404,10 +451,10 @@ TQF_UNROLL
 // positions used by any head, all loads issued before use (decoded in phase B).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, uint32_t VEC>
 TQF_HD void load_tile_v(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, VEC>& st,
-                        Pending& pd, uint32_t tn) {
+                        Pending<HT>& pd, uint32_t tn) {
   const int64_t phys = static_cast<int64_t>(pd.t.phys);
   const uint8_t* vblk = c.a.v_cache + static_cast<uint64_t>(phys) * c.a.v_block_stride;
-  uint32_t use_mask = 0;
+  UseMask<HT> use_mask = 0;
 TQF_UNROLL
   for (uint32_t j = 0; j < kTile; ++j) {
     pd.vlo[j] = 0;
@@ -418,7 +465,7 @@ TQF_UNROLL
 TQF_UNROLL
       for (uint32_t h = 0; h < HT; ++h) {
         const uint32_t use = c.sm.ef[pd.buf][c.warp][j * HT + h] > Ops::thresh() ? 1u : 0u;
-        use_mask |= use << (j * HT + h);
+        use_mask |= static_cast<UseMask<HT>>(use) << (j * HT + h);
         any |= use;
       }
       if (any)
@@ -435,7 +482,7 @@ TQF_UNROLL
 // every mask a constant; otherwise the masks of pd.t.
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, bool kFull>
 TQF_HD void phase_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
-                    LaneState<HT, kHdim / kWarpSize>& st, Pending& pd) {
+                    LaneState<HT, kHdim / kWarpSize>& st, Pending<HT>& pd) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
   const uint32_t tn = kFull ? kTile : pd.t.n;
   const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
@@ -453,12 +500,13 @@ TQF_HD void phase_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
 // kAll: every head uses every position of the tile (the common case; no per-head tests).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats, bool kFull, bool kAll>
 TQF_HD void phase_b(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, kHdim / kWarpSize>& st,
-                    const Pending& pd) {
+                    const Pending<HT>& pd) {
   constexpr uint32_t VEC = kHdim / kWarpSize;
   constexpr uint32_t kBits = FormatConst<F>::bits;
   const uint32_t tn = kFull ? kTile : pd.t.n;
   const uint32_t start_mask = kFull ? 0x11u : pd.t.start_mask;
-  const uint32_t use_mask = pd.use_mask;
+  const UseMask<HT> use_mask = pd.use_mask;
+  constexpr UseMask<HT> kHeads = (UseMask<HT>(1) << HT) - 1u;  // one position's HT bits
   const float(&ef_buf)[kTile * kMaxHT] = c.sm.ef[pd.buf][c.warp];
   const float(&eo_buf)[kTile * kMaxHT] = c.sm.eo[pd.buf][c.warp];
 TQF_UNROLL
@@ -473,7 +521,7 @@ TQF_UNROLL
         }
       }
       float v[VEC];
-      if (kAll || ((use_mask >> (j * HT)) & ((1u << HT) - 1u))) {
+      if (kAll || ((use_mask >> (j * HT)) & kHeads)) {
         const float gs = c.sm.fp8[pd.vscale[j]];
         const uint32_t codes = v_codes<F, VEC>(c.vp, pd.vlo[j], pd.vhi[j]);
 TQF_UNROLL
@@ -505,7 +553,7 @@ TQF_UNROLL
 // Phase A with the variant the tile needs (all masks constant for a full tile).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
 TQF_HD void run_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
-                  LaneState<HT, kHdim / kWarpSize>& st, Pending& pd) {
+                  LaneState<HT, kHdim / kWarpSize>& st, Pending<HT>& pd) {
   if (pd.t.n == kTile) {
     phase_a<Ops, F, kHdim, HT, kStats, true>(c, wk, st, pd);
   } else {
@@ -517,9 +565,11 @@ TQF_HD void run_a(const CtaCtx<Ops, F, kHdim, HT>& c, const Walker& wk,
 // position of a full tile).
 template <class Ops, Format F, uint32_t kHdim, uint32_t HT, bool kStats>
 TQF_HD void run_b(const CtaCtx<Ops, F, kHdim, HT>& c, LaneState<HT, kHdim / kWarpSize>& st,
-                  const Pending& pd) {
-  const uint32_t used_bits = pd.t.n * HT;  // <= 32
-  const uint32_t all_mask = used_bits >= 32 ? 0xFFFFFFFFu : (1u << used_bits) - 1u;
+                  const Pending<HT>& pd) {
+  constexpr uint32_t kBitsInMask = 8 * sizeof(UseMask<HT>);
+  const uint32_t used_bits = pd.t.n * HT;  // <= kBitsInMask
+  const UseMask<HT> all_mask =
+      used_bits >= kBitsInMask ? ~UseMask<HT>(0) : (UseMask<HT>(1) << used_bits) - 1u;
   if (pd.t.n == kTile && pd.use_mask == all_mask) {
     phase_b<Ops, F, kHdim, HT, kStats, true, true>(c, st, pd);
   } else if (pd.t.n == kTile) {
@@ -538,13 +588,13 @@ TQF_HD void walk_tiles(const CtaCtx<Ops, F, kHdim, HT>& c, uint32_t w_begin, uin
   Walker wk{};
   walker_init<Ops>(wk, w_begin, w_end, c.table, c.B);
   if (wk.p >= wk.w_end) return;
-  Pending cur;
+  Pending<HT> cur;
   cur.buf = 0;
   next_tile<Ops>(wk, cur.t, c.table, c.B);
   run_a<Ops, F, kHdim, HT, kStats>(c, wk, st, cur);
   for (;;) {
     const bool more = wk.p < wk.w_end;
-    Pending nxt;
+    Pending<HT> nxt;
     if (more) {
       nxt.buf = cur.buf ^ 1u;
       next_tile<Ops>(wk, nxt.t, c.table, c.B);
@@ -629,6 +679,11 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
 
   if (tid < kLevels) sm.cb16[tid] = Ops::template codebook16<F>(tid);
   sm.fp8[tid] = Ops::fp8(tid);  // 256 threads: every scale byte's value (exact)
+  const uint16_t* q_seq = a.q + static_cast<uint64_t>(seq) * a.q_stride;
+  for (uint32_t i = tid; i < HT * kHdim; i += 256) {  // q of head qh0 + i / kHdim, dim i % kHdim
+    const uint32_t h = i / kHdim, d = i % kHdim;
+    sm.q[h][d] = Ops::bf16(Ops::load_u16(q_seq + static_cast<uint64_t>(qh0 + h) * a.head_dim + d));
+  }
   ops.sync_cta();
 
   // The reference-order kernel's partition, identical for every head of the sequence.
@@ -639,15 +694,7 @@ TQF_HD void decode_cta(const Args& a, uint32_t qh0, uint32_t seq, uint32_t tid,
   CtaCtx<Ops, F, kHdim, HT> c{a, sm, ops, warp, lane, seq, qh0, kvh, lane % HT,
                               a.block_tables + static_cast<uint64_t>(seq) * a.max_blocks_per_seq,
                               Ops::aligned16(a.k_cache), a.block_size,
-                              a.num_kv_heads * a.head_dim, v_place<Ops, F, VEC>(a, kvh, lane),
-                              {}};
-TQF_UNROLL
-  for (uint32_t h = 0; h < HT; ++h) {
-    const uint16_t* qp = a.q + static_cast<uint64_t>(seq) * a.q_stride +
-                         static_cast<uint64_t>(qh0 + h) * a.head_dim + lane * VEC;
-TQF_UNROLL
-    for (uint32_t i = 0; i < VEC; ++i) c.qf[h][i] = Ops::bf16(Ops::load_u16(qp + i));
-  }
+                              a.num_kv_heads * a.head_dim, v_place<Ops, F, VEC>(a, kvh, lane)};
 
   LaneState<HT, VEC> st;
 TQF_UNROLL

@@ -37,6 +37,22 @@ using fastdec::VPlace;
 inline constexpr uint32_t kRound = kWarpSize;       // positions per chunk and round (a lane each)
 inline constexpr uint32_t kChunks = kDecodeWarps;   // the reference order's 8 warp chunks
 inline constexpr uint32_t kMaxHT = 4;               // q heads per CTA at most
+
+// Heads per CTA of a floor launch: the GQA decoders' rule (fastdec::heads_per_cta) restricted to
+// HT 1, 2 and 4, the ones this design's factor rows and V-load groups were built for; 0 for any
+// other grid (the kernel traps).
+TQF_HD uint32_t heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t grid_x) {
+  const uint32_t ht = fastdec::heads_per_cta(num_q_heads, num_kv_heads, grid_x);
+  return ht == 1 || ht == 2 || ht == 4 ? ht : 0u;
+}
+
+// The launcher's choice: the largest of 4, 2, 1 heads_per_cta() accepts (0: none).
+TQF_HD uint32_t widest_heads_per_cta(uint32_t num_q_heads, uint32_t num_kv_heads) {
+  for (uint32_t ht = kMaxHT; ht >= 1; ht /= 2)
+    if (num_q_heads % ht == 0 && heads_per_cta(num_q_heads, num_kv_heads, num_q_heads / ht) == ht)
+      return ht;
+  return 0;
+}
 // Positions per V-load group in the o phase (two groups in flight): 4 at HT 4, where o of 4
 // heads and 2 x 8 positions of V bytes would not fit the 128 registers of 2 CTAs per SM.
 template <uint32_t HT> inline constexpr uint32_t kGroup = HT == 4 ? 4u : 8u;

@@ -18,7 +18,7 @@ template <Format F, uint32_t kHdim>
 __device__ __forceinline__ void decode_floor_entry(const Args& a) {
   __shared__ Shared<kHdim> sm;
   fastdec::CudaOps ops;
-  const uint32_t ht = fastdec::heads_per_cta(a.num_q_heads, a.num_kv_heads, gridDim.x);
+  const uint32_t ht = heads_per_cta(a.num_q_heads, a.num_kv_heads, gridDim.x);
   const uint32_t qh0 = blockIdx.x * ht, seq = blockIdx.y;
   if (ht == 4) {
     decode_cta<fastdec::CudaOps, F, kHdim, 4>(a, qh0, seq, threadIdx.x, sm, ops);

@@ -1,6 +1,6 @@
 // Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the 16 parameters of
 // the reference-order decoders (docs/spec.md section 5) with another launch geometry: grid
-// [num_q_heads / HT, num_seqs], block [256], HT = heads per CTA in {1, 2, 4} dividing
+// [num_q_heads / HT, num_seqs], block [256], HT = heads per CTA in 1..8 dividing
 // num_q_heads / num_kv_heads, chosen by the launcher (docs/kernels.md, "Fast decode variants").
 // Output bits equal the reference-order kernel's.
 // An invalid grid (heads_per_cta() == 0) traps: silently wrong geometry must not pass.
@@ -25,14 +25,17 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
   CudaOps ops;
   const uint32_t ht = heads_per_cta(a.num_q_heads, a.num_kv_heads, gridDim.x);
   const uint32_t qh0 = blockIdx.x * ht, seq = blockIdx.y;
-  if (ht == 4) {
-    decode_cta<CudaOps, F, kHdim, 4, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
-  } else if (ht == 2) {
-    decode_cta<CudaOps, F, kHdim, 2, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
-  } else if (ht == 1) {
-    decode_cta<CudaOps, F, kHdim, 1, kStats>(a, qh0, seq, threadIdx.x, sm, ops);
-  } else {
-    __trap();
+  static_assert(kMaxHT == 8, "one case per HT below");
+  switch (ht) {
+    case 1: decode_cta<CudaOps, F, kHdim, 1, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 2: decode_cta<CudaOps, F, kHdim, 2, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 3: decode_cta<CudaOps, F, kHdim, 3, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 4: decode_cta<CudaOps, F, kHdim, 4, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 5: decode_cta<CudaOps, F, kHdim, 5, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 6: decode_cta<CudaOps, F, kHdim, 6, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 7: decode_cta<CudaOps, F, kHdim, 7, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    case 8: decode_cta<CudaOps, F, kHdim, 8, kStats>(a, qh0, seq, threadIdx.x, sm, ops); break;
+    default: __trap();  // heads_per_cta() == 0: no valid HT for this grid
   }
 }
 
