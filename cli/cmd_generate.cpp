@@ -79,6 +79,23 @@ std::optional<int> read_specs(const std::string& suite, const std::string& confi
   return std::nullopt;
 }
 
+// --seed, --threads and --out against their allowed ranges; false after the message.
+bool ranges_ok(uint64_t seed, int threads, const std::string& out, const std::string& config) {
+  if (seed >> 63) {
+    std::fprintf(stderr, "tqref generate: --seed %llu; allowed: 0 .. 2^63-1\n", (unsigned long long)seed);
+    return false;
+  }
+  if (threads < 1 || threads > 1024) {
+    std::fprintf(stderr, "tqref generate: --threads %d; allowed: 1 .. 1024\n", threads);
+    return false;
+  }
+  if (const std::string why = common::output_path_problem(out, {config}); !why.empty()) {
+    std::fprintf(stderr, "tqref generate: --out %s\n", why.c_str());
+    return false;
+  }
+  return true;
+}
+
 int cmd_generate(const std::vector<std::string>& args) {
   std::string suite, out, shard = "0/1", config, ex2_arch = "sm_90", models, model, variant;
   uint64_t seed = 1;
@@ -126,18 +143,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref generate: --shard %s; allowed: I/N with 0 <= I < N\n", shard.c_str());
     return kExitUsage;
   }
-  if (seed >> 63) {
-    std::fprintf(stderr, "tqref generate: --seed %llu; allowed: 0 .. 2^63-1\n", (unsigned long long)seed);
-    return kExitUsage;
-  }
-  if (threads < 1 || threads > 1024) {
-    std::fprintf(stderr, "tqref generate: --threads %d; allowed: 1 .. 1024\n", threads);
-    return kExitUsage;
-  }
-  if (const std::string why = common::output_path_problem(out, {config}); !why.empty()) {
-    std::fprintf(stderr, "tqref generate: --out %s\n", why.c_str());
-    return kExitUsage;
-  }
+  if (!ranges_ok(seed, threads, out, config)) return kExitUsage;
   std::vector<CaseSpec> specs;
   Provenance prov;
   if (const auto rc = read_specs(suite, config, models, specs, prov)) return *rc;
