@@ -474,11 +474,9 @@ void write_case(const h5::Node& cases, const GoldenCase& c) {
 
 namespace {
 
-// read_case and read_case_summary: `keep` false leaves the bulk datasets checked and empty.
-GoldenCase read_case_parts(const h5::Node& cases, const std::string& name, bool with_diagnostics, bool keep) {
-  // Names a reproducer file (write_reproducer) and reaches terminals and reports.
-  check_name(cases.where(), "case name", name);
-  h5::Node g = cases.group(name);
+// The case group's own attributes (kind, format, kernel, threshold, seed, distribution,
+// exercises, linked_case), checked; no parameter and no dataset.
+GoldenCase read_case_attrs(const h5::Node& g, const std::string& name) {
   GoldenCase c;
   c.name = name;
   const std::string kind = g.attr_string("kind");
@@ -500,6 +498,20 @@ GoldenCase read_case_parts(const h5::Node& cases, const std::string& name, bool 
   c.exercises = g.attr_string("exercises");
   c.linked_case = g.attr_string("linked_case");
   if (!c.linked_case.empty()) check_name(g.where(), "attribute linked_case =", c.linked_case);
+  return c;
+}
+
+// The case's group under `cases`, its name checked first: it names a reproducer file
+// (write_reproducer) and reaches terminals and reports.
+h5::Node case_group(const h5::Node& cases, const std::string& name) {
+  check_name(cases.where(), "case name", name);
+  return cases.group(name);
+}
+
+// read_case and read_case_summary: `keep` false leaves the bulk datasets checked and empty.
+GoldenCase read_case_parts(const h5::Node& cases, const std::string& name, bool with_diagnostics, bool keep) {
+  const h5::Node g = case_group(cases, name);
+  GoldenCase c = read_case_attrs(g, name);
   if (c.kind == CaseKind::writer) {
     c.w = read_writer(g, c.format, keep);
   } else {
@@ -521,6 +533,19 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
 
 GoldenCase read_case_summary(const h5::Node& cases, const std::string& name) {
   return read_case_parts(cases, name, false, false);
+}
+
+GoldenCase read_case_header(const h5::Node& cases, const std::string& name, bool* pooled) {
+  const h5::Node g = case_group(cases, name);
+  GoldenCase c = read_case_attrs(g, name);
+  if (c.kind == CaseKind::writer) {
+    c.w = read_writer_params(g, c.format);
+  } else {
+    c.d = read_decode_params(g, c.format);
+    c.d.p.threshold = c.threshold;
+  }
+  *pooled = g.has_attr("pool_layout");
+  return c;
 }
 
 void check_case_memory(const h5::Node& root) {

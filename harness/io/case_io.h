@@ -86,6 +86,11 @@ GoldenCase read_case(const h5::Node& cases, const std::string& name, bool with_d
 // the rest (slots, block tables, sequence lengths, skip statistics) is read and checked. What
 // `inspect` shows and `check` validates up front, at the speed of the file, not of inflating it.
 GoldenCase read_case_summary(const h5::Node& cases, const std::string& name);
+// The case's attributes and parameters only, checked as read_case checks them; no dataset is
+// read and no buffer is filled. *pooled says whether the case stores its pools sparsely
+// (production size: GoldenCase::sparse, which the header leaves empty). What a reader needs to
+// decide whether to read the case at all (tqref conform: is its kernel in the module?).
+GoldenCase read_case_header(const h5::Node& cases, const std::string& name, bool* pooled);
 
 // Opens a golden file under the untrusted-file policy (h5::Node::open_file) with
 // check_case_memory as its AttributeCheck: every reader of golden files opens them so.
