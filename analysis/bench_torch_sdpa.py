@@ -4,7 +4,8 @@
 Decode with one query token: q [S, Hq, 1, D], dense bf16 K/V [S, Hkv, L, D], enable_gqa=True;
 CUDA-event timing of each run after warm-up, median of many runs, inputs rotated over several
 copies so that K/V are not served from the 50 MB L2. Writes JSON (schema tqref.torch_sdpa/1).
-Usage: python3 analysis/bench_torch_sdpa.py --json OUT.json [--quick | --floor] [--runs 30]
+Usage: python3 analysis/bench_torch_sdpa.py --json OUT.json [--quick | --shapes-from BENCH.json] [--runs 30]
+(--shapes-from: the decode shapes of a `tqref bench --json` file, e.g. of `--set models`.)
 """
 import argparse
 import json
@@ -12,13 +13,16 @@ import statistics
 import sys
 
 
-FLOOR = [(32, 32, 8, 128, 4096), (32, 32, 8, 128, 16384), (32, 32, 8, 256, 4096), (32, 32, 8, 256, 16384),
-         (32, 32, 32, 128, 16384), (32, 28, 4, 128, 16384), (32, 32, 4, 128, 16384), (32, 32, 1, 128, 16384)]
+def bench_shapes(path):
+    """(seqs, q heads, kv heads, head_dim, length) of each decode shape of a tqref bench JSON, once."""
+    keys = [(d["num_seqs"], d["num_q_heads"], d["num_kv_heads"], d["hdim"], d["seq_len"])
+            for d in json.load(open(path))["decode"]]
+    return list(dict.fromkeys(keys))
 
 
-def shapes(quick, floor=False):
-    if floor:  # the q/kv head counts, head_dim and lengths of `tqref bench --set floor`
-        return FLOOR
+def shapes(quick, bench_json=None):
+    if bench_json:
+        return bench_shapes(bench_json)
     main = [(32, 32, 8, 128, 4096), (32, 32, 8, 128, 16384), (8, 32, 8, 128, 32768)]
     if quick:
         return main
@@ -62,7 +66,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--quick", action="store_true", help="main shapes only")
-    ap.add_argument("--floor", action="store_true", help="the shapes of `tqref bench --set floor`")
+    ap.add_argument("--shapes-from", metavar="BENCH.json", help="the decode shapes of a tqref bench JSON")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--rotate-mib", type=int, default=256)
@@ -77,7 +81,7 @@ def main():
         print("bench_torch_sdpa: no CUDA device; nothing measured", file=sys.stderr)
         return 4
     res = []
-    for (S, Hq, Hkv, D, L) in shapes(a.quick, a.floor):
+    for (S, Hq, Hkv, D, L) in shapes(a.quick, a.shapes_from):
         r = bench_one(torch, F, S, Hq, Hkv, D, L, a.runs, a.warmup, a.rotate_mib << 20)
         print(f"sdpa {S}x{Hq}/{Hkv} D{D} L{L}: {r['median_ms']:.4f} ms, {r['gbps']:.0f} GB/s", flush=True)
         res.append(r)

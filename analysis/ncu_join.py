@@ -168,7 +168,7 @@ def markdown(rows):
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         kern = ("fast" if r["fast"] else "ref-order") if r["kind"] == "writer" else (
-            ("floor" if r["kernel"].endswith("_floor") else "gqa") if r["heads_per_cta"] else "ref-order")
+            "gqa" if r["heads_per_cta"] else "ref-order")
         ms = f"{r['median_ms']:.4f}" if r.get("median_ms") is not None else "-"
         bits = {True: "equal", False: "MISMATCH", None: "-"}[r.get("conformant")]
         lines.append(f"| {r['label']} | {kern} | {r['heads_per_cta'] or '-'} | {ms} | {r['ncu_ms']:.4f} | "

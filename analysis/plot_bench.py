@@ -47,9 +47,8 @@ def main():
     if not groups:
         print("plot_bench: no decode results", file=sys.stderr)
         return 3
-    # one bar per GQA heads-per-CTA present (1 to 8), widest first, darker for wider; floor rows
-    # are not plotted (their HT would collide with the GQA bar of the same HT)
-    hts = sorted({d["heads_per_cta"] for d in b["decode"] if d.get("variant") == "gqa"}, reverse=True)
+    # one bar per GQA heads-per-CTA present (1 to 8), widest first, darker for wider
+    hts = sorted({d["heads_per_cta"] for d in b["decode"] if d["heads_per_cta"]}, reverse=True)
     series = ["reference-order"] + [f"gqa HT{h}" for h in hts] + ["torch sdpa"]
     blues = plt.get_cmap("Blues")
     colors = {"reference-order": "#888888", "torch sdpa": "#d62728"}
@@ -63,8 +62,6 @@ def main():
         labels.append(f"{fmt}\nD{hdim} {S}x{hq}/{hkv}\nL{L} qs{qs:g}")
         vals = {}
         for d in rows:
-            if d.get("variant", "gqa") == "floor":
-                continue
             name = "reference-order" if d["heads_per_cta"] == 0 else f"gqa HT{d['heads_per_cta']}"
             vals[name] = (d["timing"]["median_ms"], d["conformant"])
         tk = (hdim, S, hq, hkv, L)

@@ -1,5 +1,5 @@
 // tqref bench: GPU timing of the writer and decoder kernels (the reference-order kernels, the
-// GQA and floor variants) with a bit-for-bit conformance check of every timed kernel in the same run
+// GQA decoders and the fast writers) with a bit-for-bit conformance check of every timed kernel in the same run
 // (bench/gpu/gpu_bench.h, docs/gpu-performance.md).
 #include <boost/program_options.hpp>
 
@@ -33,8 +33,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   bench::Settings st;
   po::options_description desc(
       "usage: tqref bench [--quick] [--json FILE] [options]\n"
-      "  Times the writer and decoder kernels on the GPU (the reference-order kernels, the GQA and\n"
-      "  the floor variants), after checking every timed kernel bit for bit (GQA and floor decoders\n"
+      "  Times the writer and decoder kernels on the GPU (the reference-order kernels, the GQA\n"
+      "  decoders, the fast writers), after checking every timed kernel bit for bit (GQA decoders\n"
       "  against the reference-order decoder before timing and on their last timed launch, that one\n"
       "  against the CPU model on a few sequences, both writers\n"
       "  against the CPU model; each writer timed beside a device copy of the same bytes).\n"
@@ -120,5 +120,5 @@ int cmd_bench(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TQREF_COMMAND("bench", "time the writer/decoder kernels (reference-order, GQA, floor) on the GPU, checked bit for bit",
+TQREF_COMMAND("bench", "time the writer/decoder kernels (reference-order, GQA, fast writer) on the GPU, checked bit for bit",
               cmd_bench);

@@ -114,8 +114,8 @@ po::options_description check_options(CheckArgs& a) {
       "threshold", po::value(&a.ga.threshold),
       threshold_help("gpu --module: TQ_PLUS_SPARSE_V_THRESHOLD its decoders were built with").c_str())(
       "variant", po::value(&a.ga.variant),
-      "gpu: decode cases through the built-in GQA or floor decoders (gqa, floor; docs/kernels.md) "
-      "instead of the reference-order ones");
+      "gpu: decode cases through the built-in GQA decoders (gqa; docs/gqa-decoders.md) instead of "
+      "the reference-order ones");
   add_model_option(desc, &a.model);
   add_model_variant_option(desc, &a.model_variant);
   return desc;
@@ -166,8 +166,7 @@ std::optional<int> check_arguments(CheckArgs& a, const po::variables_map& vm) {
   if (vm.count("variant")) {
     if (a.backend_name != "gpu") return usage("--variant needs --backend gpu");
     if (vm.count("module")) return usage("--variant runs the built-in decoders: not with --module");
-    if (a.ga.variant != "gqa" && a.ga.variant != "floor")
-      return usage("--variant " + a.ga.variant + "; allowed: gqa, floor");
+    if (a.ga.variant != "gqa") return usage("--variant " + a.ga.variant + "; allowed: gqa");
   }
   if (a.backend_name == "gpu" && !require_gpu("tqref check: --backend gpu")) return kExitNoDevice;
   if (!parse_fault(a.inject, &a.fault)) return usage("--inject " + a.inject + "; allowed: " + fault_names_list());

@@ -1,7 +1,7 @@
-// Host simulation of one decode CTA (shared by test_fast_decode_sim and test_floor_decode_sim):
-// 256 host threads per CTA (one per GPU thread), barriers standing in for __syncwarp and
-// __syncthreads, an exchange array for the shuffles and ballots, EXPF from the measured sm_90 EX2 profile.
-// HostOps is the host Ops policy of kernels/fast/fast_decode_core.h and floor_decode_core.h.
+// Host simulation of one GQA decode CTA (test_gqa_decode_sim): 256 host threads per CTA (one per
+// GPU thread), barriers standing in for __syncwarp and __syncthreads, an exchange array for the
+// shuffles, EXPF from the measured sm_90 EX2 profile.
+// HostOps is the host Ops policy of kernels/gqa/gqa_decode_core.h.
 #pragma once
 #include <atomic>
 #include <barrier>
@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "../kernels/fast/fast_decode_core.h"
+#include "../kernels/gqa/gqa_decode_core.h"
 #include "io/ex2_profile_io.h"
 #include "tqref/numeric.h"
 
@@ -43,7 +43,7 @@ inline thread_local uint32_t t_tid = 0;
 inline float g_thresh = kSparseVThreshold;
 
 // Host Ops: IEEE binary32 arithmetic (-ffp-contract=off), CUDA fmaxf semantics, the profile's
-// EXPF, shuffles and ballots through the exchange array between two warp barriers.
+// EXPF, shuffles through the exchange array between two warp barriers.
 struct HostOps {
   static float add(float a, float b) { return a + b; }
   static float sub(float a, float b) { return a - b; }
@@ -62,19 +62,6 @@ struct HostOps {
   }
   static float shfl_xor(float v, uint32_t off) { return exchange(v, (t_tid % 32) ^ off); }
   static float shfl_idx(float v, uint32_t src) { return exchange(v, src); }
-  static float shfl_up(float v, uint32_t d) {
-    const uint32_t lane = t_tid % 32;
-    return exchange(v, lane >= d ? lane - d : lane);
-  }
-  static uint32_t ballot(bool p) {
-    const uint32_t w = t_tid / 32;
-    t_cta->xchg[t_tid] = p ? 1.0f : 0.0f;
-    t_cta->warp[w]->arrive_and_wait();
-    uint32_t bits = 0;
-    for (uint32_t l = 0; l < 32; ++l) bits |= (t_cta->xchg[w * 32 + l] != 0.0f ? 1u : 0u) << l;
-    t_cta->warp[w]->arrive_and_wait();
-    return bits;
-  }
   void sync_warp() const { t_cta->warp[t_tid / 32]->arrive_and_wait(); }
   void sync_cta() const { t_cta->cta.arrive_and_wait(); }
   void atomic_add(unsigned long long* p, unsigned long long v) const {
@@ -110,25 +97,14 @@ struct HostOps {
   template <Format F> static float codebook16(uint32_t i) {
     return f16_to_f32(f32_to_f16(traits(F).codebook[i]));
   }
-  // Vector shared-memory accesses of the floor kernels: on the GPU they need 4*N-byte alignment,
-  // so a misaligned one aborts here.
-  static void check_aligned(const void* p, uint32_t bytes) {
-    if ((reinterpret_cast<uintptr_t>(p) & (bytes - 1u)) != 0) {
-      std::fprintf(stderr, "misaligned %u-byte shared-memory vector access\n", bytes);
+  // The q read as one vector access: on the GPU it needs 16-byte alignment, so a misaligned one
+  // aborts here.
+  static void lds4(const float* p, float* out) {
+    if ((reinterpret_cast<uintptr_t>(p) & 15u) != 0) {
+      std::fprintf(stderr, "misaligned 16-byte shared-memory vector access\n");
       std::abort();
     }
-  }
-  static void lds4(const float* p, float* out) {
-    check_aligned(p, 16);
     std::memcpy(out, p, 16);
-  }
-  template <uint32_t N> static void lds_n(const float* p, float* out) {
-    check_aligned(p, 4 * N);
-    std::memcpy(out, p, 4 * N);
-  }
-  template <uint32_t N> static void sts_n(float* p, const float* v) {
-    check_aligned(p, 4 * N);
-    std::memcpy(p, v, 4 * N);
   }
   template <uint32_t VEC> static void load_k_raw(const uint16_t* p, bool, uint32_t (&w)[VEC / 2]) {
     for (uint32_t i = 0; i < VEC / 2; ++i) w[i] = uint32_t(p[2 * i]) | (uint32_t(p[2 * i + 1]) << 16);

@@ -1,5 +1,5 @@
-// The bit-for-bit comparison of a simulated decode kernel's output with the CPU model, shared by
-// test_fast_decode_sim and test_floor_decode_sim (Boost.Test assertions).
+// The bit-for-bit comparison of a simulated decode kernel's output with the CPU model, for
+// test_gqa_decode_sim (Boost.Test assertions).
 #pragma once
 #include <boost/test/unit_test.hpp>
 

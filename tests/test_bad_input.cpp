@@ -478,9 +478,9 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_and_sweeps) {
       {"check ok.h5 --threshold nan", kUsage, {"--threshold nan", "0 < threshold < 1"}},
       {"check ok.h5 --launch-timeout inf", kUsage, {"--launch-timeout inf"}},
       // the variant decoders: GPU only, built-in only, named ones only
-      {"check ok.h5 --variant floor", kUsage, {"--variant needs --backend gpu"}},
-      {"check ok.h5 --backend gpu --variant fast", kUsage, {"--variant fast", "allowed: gqa, floor"}},
-      {"check ok.h5 --backend gpu --variant floor --module m.cubin", kUsage, {"--variant", "not with --module"}},
+      {"check ok.h5 --variant gqa", kUsage, {"--variant needs --backend gpu"}},
+      {"check ok.h5 --backend gpu --variant fast", kUsage, {"--variant fast", "allowed: gqa"}},
+      {"check ok.h5 --backend gpu --variant gqa --module m.cubin", kUsage, {"--variant", "not with --module"}},
       // outputs that would destroy an input, each other, or a device, checked before any work
       {"check ok.h5 --report ok.h5", kUsage, {"--report ok.h5 is the same file as ok.h5"}},
       {"check ok.h5 --report ./sub/../ok.h5", kUsage, {"is the same file as ok.h5"}},

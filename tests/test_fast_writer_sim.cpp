@@ -1,4 +1,4 @@
-// Host simulation of the bandwidth writers (kernels/fast/fast_writer_core.h): the very source
+// Host simulation of the bandwidth writers (kernels/fast_writer/fast_writer_core.h): the very source
 // the GPU runs, executed thread by thread for every CTA of the launch grid with IEEE binary32
 // host arithmetic (-ffp-contract=off) and the model's conversions. The K and V pools (poisoned
 // first) are compared byte for byte with the CPU writer model (model/writer.cpp), and every byte
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/fast/fast_writer_core.h"
+#include "../kernels/fast_writer/fast_writer_core.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 #include "tqref/writer.h"
@@ -183,13 +183,13 @@ Inputs make_inputs(const Case& c) {
 // Every CTA of the launch grid, every thread: init_tables for all threads (the barrier), then
 // write_cta. Threads share nothing but the tables, so running them in turn is the GPU's result
 // whenever no two threads store to the same byte, which the store counts check.
-template <Format F> void run_grid(const fastwr::Args& a) {
-  const uint32_t grid = fastwr::grid_x(a.num_tokens, a.num_kv_heads, a.head_dim);
+template <Format F> void run_grid(const fast_writer::Args& a) {
+  const uint32_t grid = fast_writer::grid_x(a.num_tokens, a.num_kv_heads, a.head_dim);
   for (uint32_t cta = 0; cta < grid; ++cta) {
-    fastwr::CtaTables tb;
+    fast_writer::CtaTables tb;
     std::memset(&tb, 0xFF, sizeof tb);  // NaN: an entry init_tables misses would show
-    for (uint32_t tid = 0; tid < kThreadsPerBlock; ++tid) fastwr::init_tables<HostWriterOps, F>(tid, tb);
-    for (uint32_t tid = 0; tid < kThreadsPerBlock; ++tid) fastwr::write_cta<HostWriterOps, F>(a, cta, tid, tb);
+    for (uint32_t tid = 0; tid < kThreadsPerBlock; ++tid) fast_writer::init_tables<HostWriterOps, F>(tid, tb);
+    for (uint32_t tid = 0; tid < kThreadsPerBlock; ++tid) fast_writer::write_cta<HostWriterOps, F>(a, cta, tid, tb);
   }
 }
 
@@ -198,7 +198,7 @@ void run_sim(const Case& c, Inputs& in) {
   in.scale_f32.assign(uint64_t(c.tokens) * (c.n() / 16), -1.0f);
   g_k = {in.k_pool.data(), in.k_pool.size(), std::vector<uint8_t>(in.k_pool.size(), 0)};
   g_v = {in.v_pool.data(), in.v_pool.size(), std::vector<uint8_t>(in.v_pool.size(), 0)};
-  const fastwr::Args a{in.key_buf.data() + c.key_offset, in.value.data(),
+  const fast_writer::Args a{in.key_buf.data() + c.key_offset, in.value.data(),
                        reinterpret_cast<uint16_t*>(in.k_pool.data()), in.v_pool.data(),
                        in.slots.data(), p.num_kv_heads, p.head_dim, p.block_size, p.key_stride,
                        p.value_stride, p.v_block_stride_bytes, p.v_data_section_bytes, c.tokens,
@@ -353,20 +353,20 @@ BOOST_AUTO_TEST_CASE(all_padding_writes_nothing) {
 BOOST_AUTO_TEST_CASE(code_index_equals_bound_count) {
   for (Format f : {Format::turbo2v, Format::turbo3v, Format::turbo4v}) {
     const FormatTraits& t = traits(f);
-    fastwr::CtaTables tb;
+    fast_writer::CtaTables tb;
     std::memset(&tb, 0xFF, sizeof tb);
     auto index = [&](float y) {
       switch (f) {
-        case Format::turbo2v: return fastwr::code_index<Format::turbo2v>(y, tb.bd);
-        case Format::turbo3v: return fastwr::code_index<Format::turbo3v>(y, tb.bd);
-        default: return fastwr::code_index<Format::turbo4v>(y, tb.bd);
+        case Format::turbo2v: return fast_writer::code_index<Format::turbo2v>(y, tb.bd);
+        case Format::turbo3v: return fast_writer::code_index<Format::turbo3v>(y, tb.bd);
+        default: return fast_writer::code_index<Format::turbo4v>(y, tb.bd);
       }
     };
     for (uint32_t tid = 0; tid < 16; ++tid) {
       switch (f) {
-        case Format::turbo2v: fastwr::init_tables<HostWriterOps, Format::turbo2v>(tid, tb); break;
-        case Format::turbo3v: fastwr::init_tables<HostWriterOps, Format::turbo3v>(tid, tb); break;
-        default: fastwr::init_tables<HostWriterOps, Format::turbo4v>(tid, tb); break;
+        case Format::turbo2v: fast_writer::init_tables<HostWriterOps, Format::turbo2v>(tid, tb); break;
+        case Format::turbo3v: fast_writer::init_tables<HostWriterOps, Format::turbo3v>(tid, tb); break;
+        default: fast_writer::init_tables<HostWriterOps, Format::turbo4v>(tid, tb); break;
       }
     }
     std::vector<uint32_t> bits{0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
@@ -388,12 +388,12 @@ BOOST_AUTO_TEST_CASE(code_index_equals_bound_count) {
 
 // The launch geometry rule the launcher and the kernel share.
 BOOST_AUTO_TEST_CASE(tokens_per_cta_rule) {
-  BOOST_TEST(fastwr::tokens_per_cta(64) == 4u);    // 8 x 128
-  BOOST_TEST(fastwr::tokens_per_cta(56) == 4u);    // 7 x 128: 224 of 256 threads busy
-  BOOST_TEST(fastwr::tokens_per_cta(1) == 256u);
-  BOOST_TEST(fastwr::tokens_per_cta(256) == 1u);
-  BOOST_TEST(fastwr::tokens_per_cta(320) == 1u);
-  BOOST_TEST(fastwr::grid_x(65536, 8, 128) == 16384u);
-  BOOST_TEST(fastwr::grid_x(37, 8, 128) == 10u);
-  BOOST_TEST(fastwr::grid_x(0, 8, 128) == 0u);
+  BOOST_TEST(fast_writer::tokens_per_cta(64) == 4u);    // 8 x 128
+  BOOST_TEST(fast_writer::tokens_per_cta(56) == 4u);    // 7 x 128: 224 of 256 threads busy
+  BOOST_TEST(fast_writer::tokens_per_cta(1) == 256u);
+  BOOST_TEST(fast_writer::tokens_per_cta(256) == 1u);
+  BOOST_TEST(fast_writer::tokens_per_cta(320) == 1u);
+  BOOST_TEST(fast_writer::grid_x(65536, 8, 128) == 16384u);
+  BOOST_TEST(fast_writer::grid_x(37, 8, 128) == 10u);
+  BOOST_TEST(fast_writer::grid_x(0, 8, 128) == 0u);
 }

@@ -1,4 +1,4 @@
-// Host simulation of the GQA decode kernels (kernels/fast/fast_decode_core.h): the very
+// Host simulation of the GQA decode kernels (kernels/gqa/gqa_decode_core.h): the very
 // source the GPU runs, executed by 256 host threads per CTA (one per GPU thread) with barriers
 // standing in for __syncwarp/__syncthreads and an exchange array for the shuffles, EXPF from
 // the measured sm_90 EX2 profile. Every output row is compared bit for bit with the CPU model
@@ -12,7 +12,7 @@
 // bit 31 of the use mask (HT > 4), a V row read for no head or not read for a head that uses it
 // (the V-row counter), a missed rescale, a merge that mixes heads, wrong q/output addressing per
 // head or per CTA of a split group, a launcher HT that the kernel would refuse.
-#define BOOST_TEST_MODULE fast_decode_sim
+#define BOOST_TEST_MODULE gqa_decode_sim
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "../kernels/fast/fast_decode_core.h"
+#include "../kernels/gqa/gqa_decode_core.h"
 #include "cases/model_table.h"
 #include "cta_sim.h"
 #include "decode_case.h"
@@ -34,9 +34,9 @@ using namespace tqref::test;
 namespace {
 
 template <Format F, uint32_t kHdim, uint32_t HT>
-void run_cta(const fastdec::Args& a, uint32_t qh0, uint32_t seq) {
+void run_cta(const gqa::Args& a, uint32_t qh0, uint32_t seq) {
   CtaSim sim;
-  fastdec::Shared<kHdim> sm{};
+  gqa::Shared<kHdim> sm{};
   std::vector<std::thread> th;
   for (uint32_t tid = 0; tid < 256; ++tid)
     th.emplace_back([&, tid] {
@@ -44,22 +44,22 @@ void run_cta(const fastdec::Args& a, uint32_t qh0, uint32_t seq) {
       t_tid = tid;
       HostOps ops;
       if (a.stats != nullptr)
-        fastdec::decode_cta<HostOps, F, kHdim, HT, true>(a, qh0, seq, tid, sm, ops);
+        gqa::decode_cta<HostOps, F, kHdim, HT, true>(a, qh0, seq, tid, sm, ops);
       else
-        fastdec::decode_cta<HostOps, F, kHdim, HT, false>(a, qh0, seq, tid, sm, ops);
+        gqa::decode_cta<HostOps, F, kHdim, HT, false>(a, qh0, seq, tid, sm, ops);
     });
   for (auto& t : th) t.join();
 }
 
 // CTA x of sequence s with the HT the launch gives (the GPU entry point's switch).
-template <Format F, uint32_t kHdim, uint32_t HT = fastdec::kMaxHT>
-void run_cta_ht(const fastdec::Args& a, uint32_t ht, uint32_t x, uint32_t s) {
+template <Format F, uint32_t kHdim, uint32_t HT = gqa::kMaxHT>
+void run_cta_ht(const gqa::Args& a, uint32_t ht, uint32_t x, uint32_t s) {
   if (ht == HT) run_cta<F, kHdim, HT>(a, x * HT, s);
   else if constexpr (HT > 1) run_cta_ht<F, kHdim, HT - 1>(a, ht, x, s);
 }
 
 template <Format F, uint32_t kHdim>
-void run_grid(const fastdec::Args& a, uint32_t ht, uint32_t num_seqs) {
+void run_grid(const gqa::Args& a, uint32_t ht, uint32_t num_seqs) {
   for (uint32_t s = 0; s < num_seqs; ++s)
     for (uint32_t x = 0; x < a.num_q_heads / ht; ++x) run_cta_ht<F, kHdim>(a, ht, x, s);
 }
@@ -74,7 +74,7 @@ SimResult run_sim(const DecodeCase& dc, uint32_t ht, bool stats = true) {
   SimResult r;
   r.out.assign(uint64_t(dc.p.num_seqs) * dc.p.num_q_heads * dc.p.head_dim, kPoison);
   r.out_f32.assign(r.out.size(), 0.0f);
-  fastdec::Args a{dc.q.data(),
+  gqa::Args a{dc.q.data(),
                   reinterpret_cast<const uint16_t*>(dc.k_cache.data()),
                   dc.v_cache.data(),
                   r.out.data(),
@@ -94,7 +94,7 @@ SimResult run_sim(const DecodeCase& dc, uint32_t ht, bool stats = true) {
                   r.out_f32.data()};
   g_k_lo = dc.k_cache.data();
   g_k_hi = dc.k_cache.data() + dc.k_cache.size();
-  BOOST_REQUIRE_EQUAL(fastdec::heads_per_cta(dc.p.num_q_heads, dc.p.num_kv_heads,
+  BOOST_REQUIRE_EQUAL(gqa::heads_per_cta(dc.p.num_q_heads, dc.p.num_kv_heads,
                                              dc.p.num_q_heads / ht), ht);
   const uint32_t S = dc.p.num_seqs;
   auto go = [&](auto hd) {
@@ -181,7 +181,7 @@ void scale_q_head(DecodeCase& dc, uint32_t qh, int e) {
 BOOST_AUTO_TEST_CASE(every_ht_matches_model_hdim128) {
   const uint32_t blocks[5] = {1, 7, 13, 16, 32};
   uint64_t seed = 11;
-  for (uint32_t ht = 1; ht <= fastdec::kMaxHT; ++ht)
+  for (uint32_t ht = 1; ht <= gqa::kMaxHT; ++ht)
     for (Format f : kFormatsCycle) {
       CaseSpec c;
       c.format = f;
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(every_ht_matches_model_hdim128) {
 // that only holds at VEC 4 (HDIM 256 has VEC 8).
 BOOST_AUTO_TEST_CASE(every_ht_windows_both_hdims) {
   uint64_t seed = 101;
-  for (uint32_t ht = 1; ht <= fastdec::kMaxHT; ++ht)
+  for (uint32_t ht = 1; ht <= gqa::kMaxHT; ++ht)
     for (uint32_t hdim : {128u, 256u})
       for (uint32_t window : {1u, 50u, 1000u}) {
         CaseSpec c;
@@ -315,47 +315,47 @@ BOOST_AUTO_TEST_CASE(gqa_unaligned_v_and_no_stats) {
 // (HT above 8, HT not dividing G, a q-head count that is not a multiple of the kv heads, zeros).
 // Catches a rule that admits a CTA straddling two kv heads or refuses a valid grid.
 BOOST_AUTO_TEST_CASE(heads_per_cta_rule) {
-  BOOST_TEST(fastdec::heads_per_cta(32, 8, 8) == 4u);
-  BOOST_TEST(fastdec::heads_per_cta(32, 8, 16) == 2u);
-  BOOST_TEST(fastdec::heads_per_cta(32, 8, 32) == 1u);
-  BOOST_TEST(fastdec::heads_per_cta(32, 8, 4) == 0u);   // HT 8 does not divide G 4
-  BOOST_TEST(fastdec::heads_per_cta(64, 8, 8) == 8u);   // gpt-oss-20b: G 8
-  BOOST_TEST(fastdec::heads_per_cta(24, 8, 8) == 3u);   // Llama-3.2-3B: G 3
-  BOOST_TEST(fastdec::heads_per_cta(28, 4, 4) == 7u);   // Qwen2.5-7B: G 7
-  BOOST_TEST(fastdec::heads_per_cta(12, 2, 2) == 6u);   // Qwen2.5-1.5B: G 6
-  BOOST_TEST(fastdec::heads_per_cta(12, 2, 3) == 0u);   // G 6: HT 4 does not divide 6
-  BOOST_TEST(fastdec::heads_per_cta(10, 2, 2) == 5u);
-  BOOST_TEST(fastdec::heads_per_cta(16, 1, 1) == 0u);   // HT 16: more than kMaxHT
-  BOOST_TEST(fastdec::heads_per_cta(16, 1, 2) == 8u);   // MQA 16 split over 2 CTAs
-  BOOST_TEST(fastdec::heads_per_cta(32, 1, 4) == 8u);
-  BOOST_TEST(fastdec::heads_per_cta(9, 1, 1) == 0u);    // HT 9
-  BOOST_TEST(fastdec::heads_per_cta(9, 1, 3) == 3u);
-  BOOST_TEST(fastdec::heads_per_cta(10, 4, 10) == 0u);  // q heads not a multiple of kv heads
-  BOOST_TEST(fastdec::heads_per_cta(12, 4, 0) == 0u);
-  BOOST_TEST(fastdec::heads_per_cta(12, 0, 12) == 0u);
+  BOOST_TEST(gqa::heads_per_cta(32, 8, 8) == 4u);
+  BOOST_TEST(gqa::heads_per_cta(32, 8, 16) == 2u);
+  BOOST_TEST(gqa::heads_per_cta(32, 8, 32) == 1u);
+  BOOST_TEST(gqa::heads_per_cta(32, 8, 4) == 0u);   // HT 8 does not divide G 4
+  BOOST_TEST(gqa::heads_per_cta(64, 8, 8) == 8u);   // gpt-oss-20b: G 8
+  BOOST_TEST(gqa::heads_per_cta(24, 8, 8) == 3u);   // Llama-3.2-3B: G 3
+  BOOST_TEST(gqa::heads_per_cta(28, 4, 4) == 7u);   // Qwen2.5-7B: G 7
+  BOOST_TEST(gqa::heads_per_cta(12, 2, 2) == 6u);   // Qwen2.5-1.5B: G 6
+  BOOST_TEST(gqa::heads_per_cta(12, 2, 3) == 0u);   // G 6: HT 4 does not divide 6
+  BOOST_TEST(gqa::heads_per_cta(10, 2, 2) == 5u);
+  BOOST_TEST(gqa::heads_per_cta(16, 1, 1) == 0u);   // HT 16: more than kMaxHT
+  BOOST_TEST(gqa::heads_per_cta(16, 1, 2) == 8u);   // MQA 16 split over 2 CTAs
+  BOOST_TEST(gqa::heads_per_cta(32, 1, 4) == 8u);
+  BOOST_TEST(gqa::heads_per_cta(9, 1, 1) == 0u);    // HT 9
+  BOOST_TEST(gqa::heads_per_cta(9, 1, 3) == 3u);
+  BOOST_TEST(gqa::heads_per_cta(10, 4, 10) == 0u);  // q heads not a multiple of kv heads
+  BOOST_TEST(gqa::heads_per_cta(12, 4, 0) == 0u);
+  BOOST_TEST(gqa::heads_per_cta(12, 0, 12) == 0u);
   // The launcher's choice: the whole group up to 8 heads, else the largest divisor up to 8.
-  BOOST_TEST(fastdec::widest_heads_per_cta(28, 4) == 7u);
-  BOOST_TEST(fastdec::widest_heads_per_cta(32, 32) == 1u);
-  BOOST_TEST(fastdec::widest_heads_per_cta(32, 2) == 8u);   // G 16
-  BOOST_TEST(fastdec::widest_heads_per_cta(12, 1) == 6u);   // G 12
-  BOOST_TEST(fastdec::widest_heads_per_cta(11, 1) == 1u);   // G 11: prime, above 8
-  BOOST_TEST(fastdec::widest_heads_per_cta(10, 4) == 0u);
+  BOOST_TEST(gqa::widest_heads_per_cta(28, 4) == 7u);
+  BOOST_TEST(gqa::widest_heads_per_cta(32, 32) == 1u);
+  BOOST_TEST(gqa::widest_heads_per_cta(32, 2) == 8u);   // G 16
+  BOOST_TEST(gqa::widest_heads_per_cta(12, 1) == 6u);   // G 12
+  BOOST_TEST(gqa::widest_heads_per_cta(11, 1) == 1u);   // G 11: prime, above 8
+  BOOST_TEST(gqa::widest_heads_per_cta(10, 4) == 0u);
 }
 
 // Every geometry of the models table (data/models/attention.yaml) gets a legal HT, its whole GQA
 // group when that is at most 8 (today: every model); those with a contract HDIM (head_dim 128 or
-// 256; the fast decoders do not implement docs/spec.md section 5.1) are simulated at that HT,
+// 256; the GQA decoders do not implement docs/spec.md section 5.1) are simulated at that HT,
 // whole (every q and kv head), under the model's first sliding window if it has one, against
 // the model. Catches a model geometry left without a legal HT or launched at one the kernel
 // computes wrongly.
 BOOST_AUTO_TEST_CASE(models_table_geometries) {
   uint64_t seed = 501;
   for (const golden::ModelGeometry& m : golden::builtin_model_table()) {
-    const uint32_t ht = fastdec::widest_heads_per_cta(m.num_q_heads, m.num_kv_heads);
+    const uint32_t ht = gqa::widest_heads_per_cta(m.num_q_heads, m.num_kv_heads);
     BOOST_TEST_CONTEXT(m.name) {
       BOOST_TEST(ht >= 1u);
       BOOST_TEST(m.gqa_ratio() % ht == 0u);
-      if (m.gqa_ratio() <= fastdec::kMaxHT) BOOST_TEST(ht == m.gqa_ratio());  // the whole group
+      if (m.gqa_ratio() <= gqa::kMaxHT) BOOST_TEST(ht == m.gqa_ratio());  // the whole group
     }
     if (m.head_dim != 128 && m.head_dim != 256) continue;
     CaseSpec c;

@@ -22,11 +22,8 @@ Json timing_json(const Timing& t) {
           {"p90_ms", ms(t.p90_ms)}, {"runs", t.runs}};
 }
 
-// The table's kernel column: the reference-order kernel, a GQA or a floor decoder.
-const char* variant_of(const DecodeResult& d) {
-  if (d.heads_per_cta == 0) return "ref-order";
-  return d.kernel.ends_with("_floor") ? "floor" : "gqa";
-}
+// The table's kernel column: the reference-order kernel or a GQA decoder.
+const char* variant_of(const DecodeResult& d) { return d.heads_per_cta == 0 ? "ref-order" : "gqa"; }
 
 }  // namespace
 

@@ -70,18 +70,6 @@ std::vector<DecodeShape> full_decode(float q_sigma) {
   return v;
 }
 
-// The shapes of issue 19's floor decoder goals (docs/performance.md, "Floor decoder"): GQA 4 at 4k
-// and 16k for every format at HDIM 128, HDIM 256, and GQA 1, 7, 8 and MQA at 16k.
-std::vector<DecodeShape> floor_decode(float q_sigma) {
-  std::vector<DecodeShape> v;
-  for (const FormatTraits& t : kFormats)
-    for (uint32_t L : {4096u, 16384u}) v.push_back(decode_shape(t.format, 128, 32, 32, 8, L, q_sigma));
-  for (uint32_t L : {4096u, 16384u}) v.push_back(decode_shape(Format::turbo3v, 256, 32, 32, 8, L, q_sigma));
-  for (auto [qh, kvh] : {std::pair{32u, 32u}, {28u, 4u}, {32u, 4u}, {32u, 1u}})
-    v.push_back(decode_shape(Format::turbo3v, 128, 32, qh, kvh, 16384, q_sigma));
-  return v;
-}
-
 }  // namespace
 
 ShapeSet shape_set(const std::string& name, float q_sigma) {
@@ -99,10 +87,6 @@ ShapeSet shape_set(const std::string& name, float q_sigma) {
   } else if (name == "models") {
     for (const ModelHeads& m : kModels)
       s.decode.push_back(decode_shape(Format::turbo3v, m.head_dim, 32, m.q_heads, m.kv_heads, 16384, q_sigma, m.name));
-  } else if (name == "floor") {
-    s.decode = floor_decode(q_sigma);
-  } else if (name == "floor-profile") {  // the one shape of the instruction-count goal
-    s.decode.push_back(decode_shape(Format::turbo3v, 128, 32, 32, 8, 16384, q_sigma));
   } else if (name == "writers") {
     s.writer = quick_writers();
     // kv heads x head_dim of Qwen2.5-7B, Qwen2.5-1.5B, SmolLM-135M (3 x 64: the writer has no HDIM),

@@ -18,12 +18,9 @@ struct ShapeSet {
 // full: every format x HDIM 128/256 x L 1k/4k/16k at GQA 4, GQA 1/8/MQA at 16k, 8x32k, a peaked
 //       q, and the quick writers plus turbo2v/turbo4v at 32/16384 tokens and turbo3v at HDIM 256;
 // models: the head counts of real models at 32 seqs x 16k (turbo3v), no writers;
-// writers: the quick writers plus the kv-head shapes of those models at 65536 tokens;
-// floor: the floor decoder's goal shapes (every format at GQA 4, 4k and 16k, HDIM 128; turbo3v
-//        at HDIM 256; GQA 1, 7, 8 and MQA at 16k), no writers;
-// floor-profile: the one shape of its instruction-count goal (turbo3v, 32 x 32/8 x 128 x 16k).
+// writers: the quick writers plus the kv-head shapes of those models at 65536 tokens.
 // Throws std::invalid_argument naming the allowed names for any other name.
 ShapeSet shape_set(const std::string& name, float q_sigma);
-inline constexpr const char* kShapeSetNames = "quick, full, models, writers, floor, floor-profile";
+inline constexpr const char* kShapeSetNames = "quick, full, models, writers";
 
 }  // namespace tqref::bench

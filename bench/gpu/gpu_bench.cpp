@@ -13,9 +13,8 @@
 
 #include "gpu/launch.h"
 #include "io/ex2_profile_io.h"
-#include "kernels/fast/fast_decode_core.h"
-#include "kernels/fast/fast_writer_core.h"
-#include "kernels/fast/floor_decode_core.h"
+#include "kernels/gqa/gqa_decode_core.h"
+#include "kernels/fast_writer/fast_writer_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/decode.h"
 #include "tqref/writer.h"
@@ -26,7 +25,7 @@ std::string format_name(Format f) { return traits(f).name; }
 
 std::vector<uint32_t> all_heads_per_cta() {
   std::vector<uint32_t> v;
-  for (uint32_t ht = fastdec::kMaxHT; ht >= 1; --ht) v.push_back(ht);
+  for (uint32_t ht = gqa::kMaxHT; ht >= 1; --ht) v.push_back(ht);
   return v;
 }
 
@@ -268,15 +267,15 @@ struct GpuBench::Impl {
     *stats_ht = 0;
     for (uint32_t ht : hts)
       if (ht > *stats_ht && QH % ht == 0 &&
-          fastdec::heads_per_cta(QH, sh.num_kv_heads, QH / ht) == ht)
+          gqa::heads_per_cta(QH, sh.num_kv_heads, QH / ht) == ht)
         *stats_ht = ht;
     if (!*stats_ht) return 0;
     const unsigned long long zero[3] = {0, 0, 0};
     st.d_stats.upload(zero, sizeof zero);
     ctx.synchronize();
-    const std::string fast_mod = sh.hdim == 128 ? "decode_fast_hdim128" : "decode_fast_hdim256";
+    const std::string gqa_mod = sh.hdim == 128 ? "decode_gqa_hdim128" : "decode_gqa_hdim256";
     const std::string name = "paged_decode_attn_bf16k_" + format_name(sh.format) + "_gqa_stats";
-    const std::vector<uint16_t> out = run_once(st, fn(fast_mod, name), QH / *stats_ht, st.d_stats.ptr());
+    const std::vector<uint16_t> out = run_once(st, fn(gqa_mod, name), QH / *stats_ht, st.d_stats.ptr());
     uint64_t mismatch = 0;
     for (size_t i = 0; i < out.size(); ++i) mismatch += out[i] != ref[i];
     unsigned long long c[3];
@@ -302,7 +301,7 @@ struct GpuBench::Impl {
     base.qo_bytes = 2 * st.out_elems * 2;
     const std::string fmt = format_name(sh.format);
     const std::string ref_mod = sh.hdim == 128 ? "decode_hdim128" : "decode_hdim256";
-    const std::string fast_mod = sh.hdim == 128 ? "decode_fast_hdim128" : "decode_fast_hdim256";
+    const std::string gqa_mod = sh.hdim == 128 ? "decode_gqa_hdim128" : "decode_gqa_hdim256";
     const gpu::Function ref_fn = fn(ref_mod, "paged_decode_attn_bf16k_" + fmt);
     const std::vector<uint16_t> ref = run_once(st, ref_fn, QH, 0);
     DecodeResult ref_r = base;
@@ -320,26 +319,21 @@ struct GpuBench::Impl {
     ref_r.v_bytes_needed = base.v_bytes_needed;
     ref_r.t = time_runs([&](int i) { launch_decode(st, ref_fn, QH, uint32_t(i) % st.copies, 0); });
     std::vector<DecodeResult> results{ref_r};
-    const std::string floor_mod = sh.hdim == 128 ? "decode_floor_hdim128" : "decode_floor_hdim256";
-    for (const auto& [mod, suffix] : {std::pair{fast_mod, std::string("_gqa")}, {floor_mod, std::string("_floor")}})
-      for (uint32_t ht : hts) {
-        // the grid each variant's kernels accept (any other traps): GQA HT 1..8, floor 1, 2, 4
-        const uint32_t ok = QH % ht != 0                   ? 0
-                            : suffix == "_gqa"             ? fastdec::heads_per_cta(QH, sh.num_kv_heads, QH / ht)
-                                                           : floordec::heads_per_cta(QH, sh.num_kv_heads, QH / ht);
-        if (ok != ht) continue;
-        DecodeResult r = base;
-        r.kernel = "paged_decode_attn_bf16k_" + fmt + suffix;
-        r.heads_per_cta = ht;
-        const gpu::Function f = fn(mod, r.kernel);
-        const std::vector<uint16_t> out = run_once(st, f, QH / ht, 0);
-        for (size_t i = 0; i < out.size(); ++i) r.mismatches += out[i] != ref[i];
-        if (suffix == "_gqa" && ht == stats_ht) r.mismatches += stats_mismatch;
-        r.t = time_runs([&](int i) { launch_decode(st, f, QH / ht, uint32_t(i) % st.copies, 0); });
-        r.mismatches += last_output_mismatches(st, ref);
-        r.conformant = r.mismatches == 0 && ref_r.conformant;
-        results.push_back(r);
-      }
+    for (uint32_t ht : hts) {
+      // the grids the GQA kernels accept (any other traps)
+      if (QH % ht != 0 || gqa::heads_per_cta(QH, sh.num_kv_heads, QH / ht) != ht) continue;
+      DecodeResult r = base;
+      r.kernel = "paged_decode_attn_bf16k_" + fmt + "_gqa";
+      r.heads_per_cta = ht;
+      const gpu::Function f = fn(gqa_mod, r.kernel);
+      const std::vector<uint16_t> out = run_once(st, f, QH / ht, 0);
+      for (size_t i = 0; i < out.size(); ++i) r.mismatches += out[i] != ref[i];
+      if (ht == stats_ht) r.mismatches += stats_mismatch;
+      r.t = time_runs([&](int i) { launch_decode(st, f, QH / ht, uint32_t(i) % st.copies, 0); });
+      r.mismatches += last_output_mismatches(st, ref);
+      r.conformant = r.mismatches == 0 && ref_r.conformant;
+      results.push_back(r);
+    }
     return results;
   }
 
@@ -501,7 +495,7 @@ std::vector<WriterResult> GpuBench::writers(const WriterShape& ws) {
     r.shape = ws;
     r.fast = fast;
     r.kernel = "reshape_and_cache_flash_bf16k_" + format_name(ws.format) + (fast ? "_fast" : "");
-    r.grid_x = fast ? fastwr::grid_x(ws.tokens, ws.num_kv_heads, ws.hdim) : ws.tokens;
+    r.grid_x = fast ? fast_writer::grid_x(ws.tokens, ws.num_kv_heads, ws.hdim) : ws.tokens;
     r.bytes = bytes;
     r.copy = copy_t;
     const gpu::Function f = I.fn(fast ? "writers_fast" : "writers", r.kernel);

@@ -77,8 +77,8 @@ struct CopyResult {
   double gbps() const { return t.median_ms > 0 ? 2.0 * double(bytes) / (t.median_ms * 1e6) : 0; }
 };
 
-// Every heads-per-CTA the GQA decoders take, widest first (fastdec::kMaxHT .. 1): what
-// `tqref bench` passes to GpuBench::decode, which leaves out those a shape or variant does not allow.
+// Every heads-per-CTA the GQA decoders take, widest first (gqa::kMaxHT .. 1): what
+// `tqref bench` passes to GpuBench::decode, which leaves out those a shape does not allow.
 std::vector<uint32_t> all_heads_per_cta();
 
 class GpuBench {
@@ -86,9 +86,8 @@ class GpuBench {
   GpuBench(const gpu::Context& ctx, Settings s);
   ~GpuBench();
   CopyResult copy(uint64_t bytes);
-  // The reference-order kernel plus the GQA and the floor kernels for every heads-per-CTA in `hts`
-  // that the variant accepts for the shape (GQA: fastdec::heads_per_cta, 1 to 8; floor:
-  // floordec::heads_per_cta, 1, 2, 4); each checked against the reference-order kernel's output on
+  // The reference-order kernel plus the GQA kernels for every heads-per-CTA in `hts` that they
+  // accept for the shape (gqa::heads_per_cta, 1 to 8); each checked against the reference-order kernel's output on
   // one launch before timing and on the output of its last timed launch.
   std::vector<DecodeResult> decode(const DecodeShape& shape, const std::vector<uint32_t>& hts,
                                    uint32_t model_check_seqs);

@@ -9,8 +9,7 @@
 #include "io/case_checks.h"
 #include "io/ex2_profile_io.h"
 #include "judge/launch_buffers.h"
-#include "kernels/fast/fast_decode_core.h"
-#include "kernels/fast/floor_decode_core.h"
+#include "kernels/gqa/gqa_decode_core.h"
 #include "tqref/builtin_kernels.h"
 #include "tqref/contract.h"
 
@@ -93,27 +92,14 @@ std::string GpuBackend::description() const {
 
 std::string GpuBackend::name() const {
   return "gpu:" + ctx_.device().arch() + ":" + (opt_.module_path.empty() ? "builtin" : opt_.module_path) +
-         (opt_.decode_variant.empty() ? "" : ":" + opt_.decode_variant);
+         (opt_.gqa_decoders ? ":gqa" : "");
 }
-
-namespace {
-
-// The heads per CTA of a variant launch: the largest the variant's kernels accept (gqa: 8 down
-// to 1; floor: 4, 2, 1), 0 when none does.
-uint32_t variant_heads_per_cta(const golden::GoldenCase& c, const std::string& variant) {
-  const uint32_t nq = c.d.p.num_q_heads, nkv = c.d.p.num_kv_heads;
-  return variant == "floor" ? floordec::widest_heads_per_cta(nq, nkv)
-                            : fastdec::widest_heads_per_cta(nq, nkv);
-}
-
-}  // namespace
 
 const Module& GpuBackend::module_for(const GoldenCase& c) const {
   if (external_) return *external_;
   const std::string hd = std::to_string(c.d.p.hdim);
   const std::string mod = c.kind == CaseKind::writer        ? "writers"
-                          : opt_.decode_variant == "gqa"    ? "decode_fast_hdim" + hd
-                          : opt_.decode_variant == "floor"  ? "decode_floor_hdim" + hd
+                          : opt_.gqa_decoders               ? "decode_gqa_hdim" + hd
                                                             : "decode_hdim" + hd;
   auto it = builtin_.find(mod);
   if (it != builtin_.end()) return it->second;
@@ -125,7 +111,7 @@ const Module& GpuBackend::module_for(const GoldenCase& c) const {
 const Function* GpuBackend::kernel_for(const GoldenCase& c, std::string* why) const {
   const Module& m = module_for(c);
   std::string kname = golden::kernel_name(c.kind, c.format);
-  if (c.kind == CaseKind::decode && !opt_.decode_variant.empty()) kname += "_" + opt_.decode_variant;
+  if (c.kind == CaseKind::decode && opt_.gqa_decoders) kname += "_gqa";
   const std::string key = m.label() + "/" + kname;
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
@@ -167,14 +153,11 @@ std::string GpuBackend::cannot_run(const GoldenCase& c) const {
         return "the case is for THRESH " + fmt_float(c.threshold) + "; module " + opt_.module_path +
                " was built with " + fmt_float(opt_.threshold) + " (--threshold)";
     } else {
-      if (!opt_.decode_variant.empty() && c.d.p.head_dim != hdim)
+      if (opt_.gqa_decoders && c.d.p.head_dim != hdim)
         return "head_dim " + std::to_string(c.d.p.head_dim) + " on an HDIM=" + std::to_string(hdim) +
-               " build: the " + opt_.decode_variant +
-               " decoders do not implement docs/spec.md section 5.1 (head_dim != HDIM)";
-      if (!opt_.decode_variant.empty() && variant_heads_per_cta(c, opt_.decode_variant) == 0)
-        return "the " + opt_.decode_variant + " decoders serve " +
-               (opt_.decode_variant == "floor" ? "1, 2 or 4" : "1 to 8") +
-               " q heads of one kv head per CTA: " + std::to_string(c.d.p.num_q_heads) +
+               " build: the gqa decoders do not implement docs/spec.md section 5.1 (head_dim != HDIM)";
+      if (opt_.gqa_decoders && gqa::widest_heads_per_cta(c.d.p.num_q_heads, c.d.p.num_kv_heads) == 0)
+        return "the gqa decoders serve 1 to 8 q heads of one kv head per CTA: " + std::to_string(c.d.p.num_q_heads) +
                " q heads on " + std::to_string(c.d.p.num_kv_heads) + " kv heads allow none";
       if (!is_decode_hdim(hdim))
         return "HDIM " + std::to_string(hdim) + ": the built-in decoders are HDIM 128 and 256";
@@ -223,9 +206,10 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
     pack_decode_args(args, {at["q"], at["k_cache"], at["v_cache"], at["output"], at["block_tables"],
                             at["seq_lens"]},
                      c.d.p);
-    grid.x = opt_.decode_variant.empty()
-                 ? c.d.p.num_q_heads
-                 : c.d.p.num_q_heads / variant_heads_per_cta(c, opt_.decode_variant);
+    // GQA: the widest heads per CTA the kernels accept, 8 down to 1 (cannot_run refuses none).
+    grid.x = opt_.gqa_decoders
+                 ? c.d.p.num_q_heads / gqa::widest_heads_per_cta(c.d.p.num_q_heads, c.d.p.num_kv_heads)
+                 : c.d.p.num_q_heads;
     grid.y = c.d.p.num_seqs;
   }
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)

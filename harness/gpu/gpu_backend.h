@@ -7,7 +7,7 @@
 //
 // Modules: the built-in fatbins (kernels/builtin: tqref/builtin_kernels.h; the decoder build is
 // picked by the case's HDIM) or one external module file (cubin, PTX or fatbin) whose HDIM and
-// THRESH the caller states, or the GQA/floor variant decoders (GpuOptions::decode_variant).
+// THRESH the caller states, or the GQA decoders (GpuOptions::gqa_decoders).
 // Cases the module cannot run (kernel missing, other HDIM or THRESH)
 // are reported by cannot_run(), not launched. Every CUDA call is checked; errors name the call
 // and the case. After a sticky fault (illegal address, trap) the context is unusable: with
@@ -43,12 +43,11 @@ struct GpuOptions {
   float threshold = kSparseVThreshold;   // external module: its TQ_PLUS_SPARSE_V_THRESHOLD
   double launch_timeout_s = kDefaultLaunchTimeoutS;  // watchdog deadline of one launch (watchdog.h)
   bool reset_after_fault = false;        // sticky fault: reset the context and go on (see above)
-  // Decoders: "" the reference-order kernels; "gqa" or "floor" the built-in variant modules
-  // (decode_fast_hdim<H> / decode_floor_hdim<H>, entry points <name>_gqa / <name>_floor, same
-  // bits as the reference order) launched on grid [num_q_heads / HT, num_seqs] with HT the
-  // largest the variant accepts: fastdec::widest_heads_per_cta (1 to 8) for gqa,
-  // floordec::widest_heads_per_cta (4, 2, 1) for floor (docs/kernels.md). Not with module_path.
-  std::string decode_variant;
+  // Decoders: false the reference-order kernels; true the built-in GQA modules (decode_gqa_hdim<H>,
+  // entry points <name>_gqa, same bits as the reference order) launched on grid
+  // [num_q_heads / HT, num_seqs] with HT = gqa::widest_heads_per_cta, 8 down to 1
+  // (docs/gqa-decoders.md). Not with module_path.
+  bool gqa_decoders = false;
 };
 
 class GpuBackend : public golden::Backend {

@@ -11,7 +11,7 @@ std::unique_ptr<golden::Backend> open_gpu_backend(const golden::BackendOptions& 
   try {
     return std::make_unique<GpuBackend>(
         GpuOptions{o.device, o.module, o.hdim, o.threshold, o.launch_timeout,
-                   /*reset_after_fault=*/true, o.variant},
+                   /*reset_after_fault=*/true, o.variant == "gqa"},
         ex2);
   } catch (const ModuleError& e) {
     throw golden::BackendError(kExitBadInput, e.what());

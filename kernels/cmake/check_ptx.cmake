@@ -18,12 +18,7 @@ foreach(bad "fma\\.[a-z.]*f32" "(div|rcp|sqrt)\\.approx" "(add|sub|mul|div|sqrt|
     set(failed TRUE)
   endif()
 endforeach()
-if(MODULE MATCHES "^decode_floor")
-  # the floor decoders evaluate the butterfly tree in one thread: no butterfly shuffles (their
-  # shuffles are the max scan's, shfl.sync.up and .idx)
-  set(required "ex2\\.approx\\.ftz\\.f32" "cvt\\.rn\\.f16x2\\.e4m3x2" "cvt\\.rn\\.bf16\\.f32"
-      "div\\.rn\\.f32")
-elseif(MODULE MATCHES "^decode")
+if(MODULE MATCHES "^decode")
   set(required "ex2\\.approx\\.ftz\\.f32" "shfl\\.sync\\.bfly\\.b32" "cvt\\.rn\\.f16x2\\.e4m3x2"
       "cvt\\.rn\\.bf16\\.f32" "div\\.rn\\.f32")
 elseif(MODULE MATCHES "^writers(_fast)?$")

@@ -1,4 +1,4 @@
-// Device-side pieces shared by every kernel (reference-order, fast, testing): the format tables
+// Device-side pieces shared by every kernel (reference-order, GQA, fast writer, testing): the format tables
 // from the one shared header (model/tqref/format.h) copied into constant memory, exact fp8/fp16
 // conversions, the decoders' THRESH. Compiled with -O3 --fmad=false and without fast-math
 // (kernels/CMakeLists.txt).

@@ -29,7 +29,7 @@
 #define TQWR_UNROLL
 #endif
 
-namespace tqref::fastwr {
+namespace tqref::fast_writer {
 
 // The 13 writer parameters of docs/spec.md section 4 (k_block_stride_bytes is ignored, as there)
 // plus num_tokens: the grid is [ceil(num_tokens / TPC)], so the last CTA must know where the
@@ -257,4 +257,4 @@ TQREF_HD void write_cta(const Args& a, uint32_t cta, uint32_t tid, const CtaTabl
   }
 }
 
-}  // namespace tqref::fastwr
+}  // namespace tqref::fast_writer

@@ -1,12 +1,12 @@
 // Entry points reshape_and_cache_flash_bf16k_turbo{2,3,4}v_fast (module writers_fast): the
 // reference writer's 13 parameters (docs/spec.md section 4) plus `u32 num_tokens`, grid
-// [fastwr::grid_x(num_tokens, num_kv_heads, head_dim), 1, 1], block [256, 1, 1]. The bytes
+// [fast_writer::grid_x(num_tokens, num_kv_heads, head_dim), 1, 1], block [256, 1, 1]. The bytes
 // written equal the reference-order writer's (fast_writer_core.h; docs/kernels.md, "Fast writer").
 // Compiled with -O3 --fmad=false and without fast-math, like every module.
 #include "../common/turbo_common.cuh"
 #include "fast_writer_core.h"
 
-namespace tqref::fastwr {
+namespace tqref::fast_writer {
 
 // The Ops policy of fast_writer_core.h on the GPU: explicit round-to-nearest intrinsics (one
 // rounding each, never contracted), the reference writer's conversions and fp8 encoder.
@@ -58,7 +58,7 @@ template <Format F> __device__ __forceinline__ void writer_fast_entry(const Args
   write_cta<CudaWriterOps, F>(a, blockIdx.x, threadIdx.x, tb);
 }
 
-}  // namespace tqref::fastwr
+}  // namespace tqref::fast_writer
 
 // 4 CTAs of 256 threads per SM (at most 64 registers): enough loads in flight per SM to cover
 // the memory latency (docs/kernels.md, "Fast writer").
@@ -70,13 +70,13 @@ template <Format F> __device__ __forceinline__ void writer_fast_entry(const Args
       uint64_t k_block_stride_bytes, uint64_t v_block_stride_bytes,                             \
       uint64_t v_data_section_bytes, uint32_t num_tokens) {                                     \
     (void)k_block_stride_bytes;                                                                 \
-    const tqref::fastwr::Args a{reinterpret_cast<const uint16_t*>(key),                         \
+    const tqref::fast_writer::Args a{reinterpret_cast<const uint16_t*>(key),                         \
                                 reinterpret_cast<const uint16_t*>(value),                       \
                                 reinterpret_cast<uint16_t*>(k_cache), v_cache, slot_mapping,    \
                                 num_kv_heads, head_dim, block_size, key_stride, value_stride,   \
                                 v_block_stride_bytes, v_data_section_bytes, num_tokens,          \
                                 nullptr};                                                       \
-    tqref::fastwr::writer_fast_entry<tqref::Format::FMT>(a);                                    \
+    tqref::fast_writer::writer_fast_entry<tqref::Format::FMT>(a);                                    \
   }
 
 TQREF_DEFINE_FAST_WRITER(reshape_and_cache_flash_bf16k_turbo2v_fast, turbo2v)

@@ -1,5 +1,5 @@
-// Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/kernels.md,
-// "Fast decode variants"): one CTA serves HT q heads of one kv head (HT in 1..8, HT divides the
+// Core of the GQA decode kernels paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (docs/gqa-decoders.md,
+// "GQA decoders"): one CTA serves HT q heads of one kv head (HT in 1..8, HT divides the
 // GQA ratio), so every K row and V row is read once for the HT heads. Each q head keeps
 // exactly the reference-order kernel's arithmetic (docs/spec.md section 5): its 8-warp partition,
 // batches of 4 within a cache block then singles, the per-lane pairwise score and the
@@ -21,8 +21,8 @@
 //  - two-phase pipeline: phase A of tile i+1 (scores, softmax chain, V loads) runs before
 //    phase B of tile i (o updates), so V loads are in flight during the next tile's scores.
 // This header is plain C++ templated on an Ops policy so that the very same code runs on the
-// GPU (fast_decode_ops_cuda.cuh) and in a host simulation of one CTA with 256 threads
-// (tests/test_fast_decode_sim.cpp), which checks it against the CPU model.
+// GPU (gqa_ops_cuda.cuh) and in a host simulation of one CTA with 256 threads
+// (tests/test_gqa_decode_sim.cpp), which checks it against the CPU model.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -37,7 +37,7 @@
 #define TQF_UNROLL
 #endif
 
-namespace tqref::fastdec {
+namespace tqref::gqa {
 
 inline constexpr uint32_t kTile = 8;    // positions per tile (whole steps only)
 inline constexpr uint32_t kMaxHT = 8;   // q heads per CTA at most (larger groups: several CTAs)
@@ -717,4 +717,4 @@ TQF_UNROLL
   for (uint32_t h = 0; h < HT; ++h) merge_head(c, st, h);
 }
 
-}  // namespace tqref::fastdec
+}  // namespace tqref::gqa

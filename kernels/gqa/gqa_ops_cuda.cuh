@@ -1,4 +1,4 @@
-// The Ops policy of fast_decode_core.h and floor_decode_core.h on the GPU: every product and sum
+// The Ops policy of gqa_decode_core.h on the GPU: every product and sum
 // is an explicit round-to-nearest intrinsic (and the module is compiled with --fmad=false); EXPF
 // (expf_kernel) and the conversions are the reference-order kernels' own (kernels/common/).
 #pragma once
@@ -6,9 +6,9 @@
 
 #include "../common/expf.cuh"
 #include "../common/turbo_common.cuh"
-#include "fast_decode_core.h"
+#include "gqa_decode_core.h"
 
-namespace tqref::fastdec {
+namespace tqref::gqa {
 
 struct CudaOps {
   static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
@@ -23,14 +23,6 @@ struct CudaOps {
   }
   static __device__ __forceinline__ float shfl_idx(float v, uint32_t src) {
     return __shfl_sync(0xFFFFFFFFu, v, src);
-  }
-  // v of lane - d (a lane below d keeps its own v): the floor kernels' max scan.
-  static __device__ __forceinline__ float shfl_up(float v, uint32_t d) {
-    return __shfl_up_sync(0xFFFFFFFFu, v, d);
-  }
-  // Bit l: the predicate of lane l (the floor kernels' skip bits).
-  static __device__ __forceinline__ uint32_t ballot(bool p) {
-    return __ballot_sync(0xFFFFFFFFu, p);
   }
   __device__ __forceinline__ void sync_warp() const { __syncwarp(); }
   __device__ __forceinline__ void sync_cta() const { __syncthreads(); }
@@ -65,32 +57,10 @@ struct CudaOps {
   template <Format F> static __device__ __forceinline__ float codebook16(uint32_t i) {
     return __half2float(__float2half_rn(tqref::gpu::Tables<F>::codebook()[i]));
   }
-  // N consecutive shared-memory floats as one vector access (p aligned to 4*N bytes, N in
-  // {1, 2, 4}): the floor kernels' q, factor and table reads and score writes.
+  // Four consecutive shared-memory floats as one vector access (p 16-byte aligned): q.
   static __device__ __forceinline__ void lds4(const float* p, float* out) {
     const float4 v = *reinterpret_cast<const float4*>(p);
     out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
-  }
-  template <uint32_t N> static __device__ __forceinline__ void lds_n(const float* p, float* out) {
-    if constexpr (N == 4) {
-      lds4(p, out);
-    } else if constexpr (N == 2) {
-      const float2 v = *reinterpret_cast<const float2*>(p);
-      out[0] = v.x; out[1] = v.y;
-    } else {
-      static_assert(N == 1);
-      out[0] = *p;
-    }
-  }
-  template <uint32_t N> static __device__ __forceinline__ void sts_n(float* p, const float* v) {
-    if constexpr (N == 4) {
-      *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-    } else if constexpr (N == 2) {
-      *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
-    } else {
-      static_assert(N == 1);
-      *p = v[0];
-    }
   }
   // VEC bf16 of one lane as VEC/2 words (element 2i in the low half of word i): one 8-byte
   // (VEC 4) or 16-byte (VEC 8) load when the pool is 16-byte aligned, as the reference kernel.
@@ -113,4 +83,4 @@ struct CudaOps {
   }
 };
 
-}  // namespace tqref::fastdec
+}  // namespace tqref::gqa

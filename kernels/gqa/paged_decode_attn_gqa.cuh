@@ -1,11 +1,11 @@
 // Entry points paged_decode_attn_bf16k_turbo{2,3,4}v_gqa (and _gqa_stats): the 16 parameters of
 // the reference-order decoders (docs/spec.md section 5) with another launch geometry: grid
 // [num_q_heads / HT, num_seqs], block [256], HT = heads per CTA in 1..8 dividing
-// num_q_heads / num_kv_heads, chosen by the launcher (docs/kernels.md, "Fast decode variants").
+// num_q_heads / num_kv_heads, chosen by the launcher (docs/gqa-decoders.md).
 // Output bits equal the reference-order kernel's.
 // An invalid grid (heads_per_cta() == 0) traps: silently wrong geometry must not pass.
 #pragma once
-#include "fast_decode_ops_cuda.cuh"
+#include "gqa_ops_cuda.cuh"
 
 #ifndef HDIM
 #error "HDIM must be defined (128 or 256)"
@@ -17,7 +17,7 @@ static_assert(HDIM == 128 || HDIM == 256, "HDIM must be 128 or 256");
 // about 0.9 KB per thread).
 #define TQREF_GQA_MIN_CTAS (HDIM == 128 ? 2 : 1)
 
-namespace tqref::fastdec {
+namespace tqref::gqa {
 
 template <Format F, uint32_t kHdim, bool kStats>
 __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
@@ -39,7 +39,7 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
   }
 }
 
-}  // namespace tqref::fastdec
+}  // namespace tqref::gqa
 
 // The 16 parameters of docs/spec.md section 5, in order (every variant decoder's signature).
 #define TQREF_DECODE_PARAMS                                                                      \
@@ -49,8 +49,8 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
       uint32_t head_dim, uint32_t block_size, float inv_sqrt_d, uint32_t q_stride,               \
       uint64_t v_block_stride_bytes, uint64_t v_data_section_bytes, uint32_t sliding_window
 
-#define TQREF_FAST_ARGS_FROM_PARAMS(STATS)                                                        \
-  tqref::fastdec::Args a{reinterpret_cast<const uint16_t*>(q),                                    \
+#define TQREF_GQA_ARGS_FROM_PARAMS(STATS)                                                        \
+  tqref::gqa::Args a{reinterpret_cast<const uint16_t*>(q),                                    \
                          reinterpret_cast<const uint16_t*>(k_cache), v_cache,                     \
                          reinterpret_cast<uint16_t*>(output), block_tables, seq_lens,            \
                          max_blocks_per_seq, num_q_heads, num_kv_heads, head_dim, block_size,     \
@@ -60,12 +60,12 @@ __device__ __forceinline__ void decode_gqa_entry(const Args& a) {
 #define TQREF_DEFINE_GQA_DECODER(NAME, FMT)                                                      \
   extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME(                                        \
       TQREF_DECODE_PARAMS) {                                                                    \
-    const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                   \
-    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, false>(a);                             \
+    const TQREF_GQA_ARGS_FROM_PARAMS(nullptr);                                                   \
+    tqref::gqa::decode_gqa_entry<tqref::Format::FMT, HDIM, false>(a);                             \
   }                                                                                              \
   extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) NAME##_stats(                                \
       TQREF_DECODE_PARAMS,                                                                       \
       unsigned long long* stats) {                                                               \
-    const TQREF_FAST_ARGS_FROM_PARAMS(stats);                                                     \
-    tqref::fastdec::decode_gqa_entry<tqref::Format::FMT, HDIM, true>(a);                             \
+    const TQREF_GQA_ARGS_FROM_PARAMS(stats);                                                     \
+    tqref::gqa::decode_gqa_entry<tqref::Format::FMT, HDIM, true>(a);                             \
   }

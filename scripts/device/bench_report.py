@@ -1,14 +1,12 @@
 #!/usr/bin/env python3
-"""The report of a benchmark plan (floor or gpuspeed, scripts/device/plans.tsv), as Markdown.
+"""The report of the gpuspeed plan (scripts/device/plans.tsv), as Markdown.
 
-usage: bench_report.py floor|gpuspeed OUTDIR > OUTDIR/report.md
+usage: bench_report.py gpuspeed OUTDIR > OUTDIR/report.md
 
 Reads the plan's JSON in OUTDIR and the runner's summary.tsv ($SUMMARY, default OUTDIR/summary.tsv)
 for the verdict line: a step that exited 1 is a mismatch (tqref bench and check exit 1 when a
 launch's bits differ), any other step that did not give its expected exit failed. Exit 0.
-floor: the checks' case counts, the decode table (x ref-order, x torch SDPA, skip rate, bits), the
-goal time (16k GQA 4 turbo3v HDIM 128 at its best HT, <= 0.48 ms) and goal instructions (<= 25
-per (q head, position) pair), per_launch.md. gpuspeed: the writer table with the 70 % of copy goal
+The report: the writer table with the 70 % of copy goal
 per format, the decode table of real models' shapes, per_launch.md and gb10_projection.md.
 """
 import csv
@@ -36,62 +34,6 @@ def verdict(summary):
             else:
                 failed.append(f"{row['step']} ({row['verdict']})")
     return mismatch, failed
-
-
-def floor(out, mismatch, failed):
-    print("# floor plan report\n")
-    print(f"verdict: {'MISMATCH' if mismatch else 'every checked launch equal'}; "
-          f"failed or skipped steps: {', '.join(failed) if failed else 'none'}\n")
-    for name in ("smoke-floor.json", "smoke-gqa.json", "standard-floor.json"):
-        r = load(out, name)
-        if r:
-            print(f"- {name}: backend {r['backend']}: {r['cases']} cases, {r['failed']} failed")
-    print()
-    torch = {}
-    t = load(out, "torch_sdpa.json")
-    if t:
-        for r in t["results"]:
-            torch[(r["num_q_heads"], r["num_kv_heads"], r["hdim"], r["seq_len"])] = r["median_ms"]
-    f = load(out, "floor.json")
-    goal = None
-    if f:
-        print("| decode shape | kernel | HT | median ms | x ref-order | x torch SDPA | skip % | bits |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        ref = {}
-        for r in f["decode"]:
-            lab = f"{r['format']} hdim{r['hdim']} {r['num_seqs']}x{r['num_q_heads']}/{r['num_kv_heads']} L{r['seq_len']}"
-            ms = r["timing"]["median_ms"]
-            if not r["heads_per_cta"]:
-                ref[lab] = ms
-            tq = torch.get((r["num_q_heads"], r["num_kv_heads"], r["hdim"], r["seq_len"]))
-            print(f"| {lab} | {r.get('variant', 'gqa' if r['heads_per_cta'] else 'ref-order')} | "
-                  f"{r['heads_per_cta'] or '-'} | {ms:.4f} | {ref.get(lab, 0) / ms if ms else 0:.2f} | "
-                  f"{tq / ms if (tq and ms) else float('nan'):.2f} | {100 * r['skip_rate']:.2f} | "
-                  f"{'equal' if r['conformant'] else 'MISMATCH'} |")
-            if (r.get("variant") == "floor" and r["format"] == "turbo3v" and r["hdim"] == 128
-                    and r["seq_len"] == 16384 and r["num_q_heads"] == 32 and r["num_kv_heads"] == 8):
-                goal = min(goal or ms, ms)
-        print()
-    if t:
-        print("torch SDPA (bf16): " + ", ".join(f"{k[0]}/{k[1]} d{k[2]} L{k[3]} {v:.4f} ms"
-                                               for k, v in torch.items()) + "\n")
-    ipp = None
-    pl = load(out, "per_launch.json")
-    if pl:
-        rows = pl if isinstance(pl, list) else pl.get("rows", [])
-        fl = [r for r in rows if r["kernel"].endswith("_floor")]
-        if fl:
-            ipp = min(r["inst_per_unit"] for r in fl)
-    if goal is not None:
-        print(f"goal time (16k GQA 4 turbo3v HDIM 128, best HT): {goal:.4f} ms, "
-              f"{'met' if goal <= 0.48 else 'NOT met'} (<= 0.48 ms)")
-    if ipp is not None:
-        print(f"goal instructions: {ipp:.2f} warp instructions per (q head, position) pair, "
-              f"{'met' if ipp <= 25 else 'NOT met'} (<= 25)")
-    print()
-    p = os.path.join(out, "per_launch.md")
-    if os.path.exists(p):
-        print("## Per launch (ncu, 32 x 32/8 x 128 x 16k turbo3v)\n\n" + open(p).read())
 
 
 def gpuspeed(out, mismatch, failed):
@@ -126,7 +68,7 @@ def gpuspeed(out, mismatch, failed):
             if not r["heads_per_cta"]:
                 ref[lab] = r["timing"]["median_ms"]
             x = ref.get(lab, 0) / r["timing"]["median_ms"] if r["timing"]["median_ms"] else 0
-            print(f"| {lab} | {r.get('variant', 'gqa' if r['heads_per_cta'] else 'ref-order')} | "
+            print(f"| {lab} | {'gqa' if r['heads_per_cta'] else 'ref-order'} | "
                   f"{r['heads_per_cta'] or '-'} | {r['timing']['median_ms']:.4f} | {x:.2f} | "
                   f"{100 * r['skip_rate']:.2f} | {'equal' if r['conformant'] else 'MISMATCH'} |")
         print()
@@ -137,12 +79,12 @@ def gpuspeed(out, mismatch, failed):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "gpuspeed"):
+    if len(sys.argv) != 3 or sys.argv[1] != "gpuspeed":
         print(__doc__.splitlines()[2], file=sys.stderr)
         return 2
     out = sys.argv[2]
     mismatch, failed = verdict(os.environ.get("SUMMARY", os.path.join(out, "summary.tsv")))
-    (floor if sys.argv[1] == "floor" else gpuspeed)(out, mismatch, failed)
+    gpuspeed(out, mismatch, failed)
     return 0
 
 

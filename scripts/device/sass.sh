@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SASS of carried module files (cuobjdump), for the profile and gpuspeed plans.
 #   scripts/device/sass.sh histogram ARCH FATBIN...  per kernel paged_decode_attn_bf16k_turbo3v
-#                                                    (_gqa, _floor): count of each opcode, and TOTAL
+#                                                    (_gqa): count of each opcode, and TOTAL
 #   scripts/device/sass.sh count FATBIN ARCH...      per kernel and ARCH: SASS instructions
 # A file that is not there is left out. Exit 77 (skipped) when cuobjdump is not installed.
 set -u
@@ -17,7 +17,7 @@ case $mode in
       echo "== $(basename "$f") ($arch)"
       cuobjdump -sass -arch "$arch" "$f" | awk '
         /Function : / { fn = $3 }
-        fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa|_floor)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
+        fn ~ /^paged_decode_attn_bf16k_turbo3v(_gqa)?$/ && /^ +\/\*[0-9a-f]+\*\/ / {
           op = $2; if (op ~ /^@/) op = $3; sub(/\..*/, "", op); sub(/;$/, "", op); n[fn " " op]++; t[fn]++ }
         END { for (k in n) print n[k], k; for (f in t) print t[f], f, "TOTAL" }' | sort -k2,2 -k1,1nr
     done ;;

@@ -4,7 +4,7 @@
 // `ptxas -v` reports registers and spills per HT; the real entry points hold all eight HT paths
 // and report only their maximum. Built and read by scripts/gqa-ht-registers.sh; not a module, never
 // launched. -DTQREF_PROBE_FORMAT=turbo2v|turbo3v|turbo4v (default turbo3v, the most registers).
-#include "../../fast/paged_decode_attn_gqa.cuh"
+#include "../../gqa/paged_decode_attn_gqa.cuh"
 
 #ifndef TQREF_PROBE_FORMAT
 #define TQREF_PROBE_FORMAT turbo3v
@@ -13,10 +13,10 @@
 #define TQREF_GQA_HT_PROBE(HT)                                                                   \
   extern "C" __global__ void __launch_bounds__(256, TQREF_GQA_MIN_CTAS) gqa_ht_probe_##HT(       \
       TQREF_DECODE_PARAMS) {                                                                     \
-    const TQREF_FAST_ARGS_FROM_PARAMS(nullptr);                                                  \
-    __shared__ tqref::fastdec::Shared<HDIM> sm;                                                  \
-    tqref::fastdec::CudaOps ops;                                                                 \
-    tqref::fastdec::decode_cta<tqref::fastdec::CudaOps, tqref::Format::TQREF_PROBE_FORMAT, HDIM, \
+    const TQREF_GQA_ARGS_FROM_PARAMS(nullptr);                                                  \
+    __shared__ tqref::gqa::Shared<HDIM> sm;                                                  \
+    tqref::gqa::CudaOps ops;                                                                 \
+    tqref::gqa::decode_cta<tqref::gqa::CudaOps, tqref::Format::TQREF_PROBE_FORMAT, HDIM, \
                                HT, false>(a, blockIdx.x * HT, blockIdx.y, threadIdx.x, sm, ops); \
   }
 
