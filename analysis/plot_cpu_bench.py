@@ -4,13 +4,15 @@
 Reads DIR/bench_decode.json, DIR/bench_writer.json and DIR/bench_ex2.json (Google Benchmark
 --benchmark_out, written by scripts/bench-cpu-models.sh), takes for every benchmark the fastest
 repetition's wall-clock time (on a shared machine the least disturbed one), and draws three panels:
-decode pairs/s and writer V elements/s, scalar against fast on 1 and 2 threads with the speed-up
-over the scalar model of the same run above each fast bar, and the time per EX2/EXPF call. Prints
+decode pairs/s and writer V elements/s, scalar against SIMD on 1 and 2 threads with the speed-up
+over the scalar model of the same run above each SIMD bar, and the time per EX2/EXPF call. Prints
 markdown tables (rates, ratios, the 2-thread scaling) and the context (machine, load, commit).
 DIR/bench_machine.json (optional; runs of scripts/bench-cpu-models.sh before it existed lack it)
 adds the machine's own 2-thread speed-up for a clock-bound and a vector-port-bound loop, the
-ceiling against which the models' 2-thread speed-ups are read. DIR/bench_decode_fast_rep*.json
-(optional) adds the fast decode path's 2-thread speed-up over their repetitions pooled.
+ceiling against which the models' 2-thread speed-ups are read. DIR/bench_decode_simd_rep*.json
+(optional) adds the SIMD decode path's 2-thread speed-up over their repetitions pooled. Runs recorded
+before the CPU model's SIMD path was renamed from "fast" (argument fast:, context fast_isa*, files
+bench_decode_fast_rep*.json) read the same.
 Usage: /usr/bin/python3 analysis/plot_cpu_bench.py DIR --out FIG.png
 """
 import argparse
@@ -69,6 +71,18 @@ def args_of(name):
     return dict(kv.split(":") for kv in name.split("/")[1:] if ":" in kv)
 
 
+def simd_arg(a):
+    """The benchmark's path argument: 1 SIMD, 0 scalar (named "fast" in runs recorded before the
+    rename)."""
+    return int(a["simd"] if "simd" in a else a["fast"])
+
+
+def context_isas(ctx):
+    """(default, built) instruction sets of the SIMD path from a run's context, either spelling."""
+    return (ctx.get("simd_isa_default", ctx.get("fast_isa_default", "?")),
+            ctx.get("simd_isas", ctx.get("fast_isas", "?")))
+
+
 def format_names(*docs):
     """{format code: name} from the benchmarks' labels, "<path> <format> ..." (bench_decode.cpp,
     bench_writer.cpp): the formats are those the run measured, not a list kept here."""
@@ -82,11 +96,11 @@ def format_names(*docs):
 
 
 def decode_rates(best, names):
-    """{(fast, format, hdim, threads, gqa, table): M pairs/s}"""
+    """{(simd, format, hdim, threads, gqa, table): M pairs/s}"""
     r = {}
     for name, (t, items, _) in best.items():
         a = args_of(name)
-        key = (int(a["fast"]), names[int(a["format"])], int(a["hdim"]), int(a["threads"]),
+        key = (simd_arg(a), names[int(a["format"])], int(a["hdim"]), int(a["threads"]),
                int(a["gqa"]), int(a["ex2_table"]))
         r[key] = items / t / 1e6
     return r
@@ -96,7 +110,7 @@ def writer_rates(best, names):
     r = {}
     for name, (t, items, _) in best.items():
         a = args_of(name)
-        r[(int(a["fast"]), names[int(a["format"])], int(a["threads"]))] = items / t / 1e6
+        r[(simd_arg(a), names[int(a["format"])], int(a["threads"]))] = items / t / 1e6
     return r
 
 
@@ -118,13 +132,13 @@ def machine_rates(best):
 
 
 def print_pooled_scaling(paths, names):
-    """The fast decode path's 2-thread speed-up from extra runs (bench_decode_fast_rep*.json, fast
+    """The SIMD decode path's 2-thread speed-up from extra runs (bench_decode_simd_rep*.json, SIMD
     path only, repetitions interleaved), their repetitions pooled: on a host whose speed varies from
     second to second, more repetitions make the fastest one (and the median) steadier."""
     reps = {n: [r / 1e6 for r in v] for n, v in repetitions(*(load(p) for p in paths)).items()}
     med = statistics.median
     n = min((len(v) for v in reps.values()), default=0)
-    print(f"\nFast decode path, 2 threads against 1, {len(paths)} more runs pooled ({n} interleaved "
+    print(f"\nSIMD decode path, 2 threads against 1, {len(paths)} more runs pooled ({n} interleaved "
           "repetitions per benchmark; M pairs/s):\n")
     print("| format | HDIM | 1 thr fastest | 2 thr fastest | ratio | 1 thr median | 2 thr median | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -188,14 +202,14 @@ def main():
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [3, 2, 2]})
     groups = [f"{f}\nD{h}" for h in (128, 256) for f in formats]
     keys = [(f, h) for h in (128, 256) for f in formats]
-    series = [(f"{p} {t} thr", [dec.get((int(p == "fast"), f, h, t, 4, 0), 0) for f, h in keys], c)
+    series = [(f"{p} {t} thr", [dec.get((int(p == "simd"), f, h, t, 4, 0), 0) for f, h in keys], c)
               for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
-                              ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
+                              ("simd", 1, "#6aa5e8"), ("simd", 2, "#1f5fa8"))]
     bars(axes[0], groups, series, "M (q head x position) pairs / s",
          "decode model, GQA 4, 4 x 4096 positions x 8 q heads", {2: 0, 3: 1})
-    wseries = [(f"{p} {t} thr", [wri.get((int(p == "fast"), f, t), 0) for f in formats], c)
+    wseries = [(f"{p} {t} thr", [wri.get((int(p == "simd"), f, t), 0) for f in formats], c)
                for p, t, c in (("scalar", 1, "#bbbbbb"), ("scalar", 2, "#777777"),
-                               ("fast", 1, "#6aa5e8"), ("fast", 2, "#1f5fa8"))]
+                               ("simd", 1, "#6aa5e8"), ("simd", 2, "#1f5fa8"))]
     bars(axes[1], formats, wseries, "M V elements / s", "writer model, 8 x 128, 4096 tokens",
          {2: 0, 3: 1})
     egroups = ["EX2", "EXPF"]
@@ -204,21 +218,22 @@ def main():
                ("datapath, SIMD batch", [ex2.get((0, 1, e), 0) for e in (0, 1)], "#1f5fa8")]
     bars(axes[2], egroups, eseries, "ns per call (random arguments)", "EX2 unit model", None)
     ctx = docs["decode"]["context"]
+    isa_default, isas_built = context_isas(ctx)
     load_text = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
     fig.suptitle(f"CPU models: {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
                  f"load average {load_text} at start, commit {ctx.get('git_commit', '?')}, "
-                 f"fast path {ctx.get('fast_isa_default', '?')}", fontsize=9)
+                 f"SIMD path {isa_default}", fontsize=9)
     fig.tight_layout()
     fig.savefig(a.out, dpi=130)
 
     print(f"Context: {ctx.get('date')}, host {ctx.get('host_name')}, {ctx.get('num_cpus')} CPUs at "
           f"{ctx.get('mhz_per_cpu')} MHz, load average at start of bench_decode "
-          f"{load_text}, commit {ctx.get('git_commit')}, fast path "
-          f"{ctx.get('fast_isa_default')} (built: {ctx.get('fast_isas')}).\n")
+          f"{load_text}, commit {ctx.get('git_commit')}, SIMD path "
+          f"{isa_default} (built: {isas_built}).\n")
     print("Rates from each benchmark's fastest repetition; the last column is the same ratio from the "
           "medians of the repetitions.\n")
-    print("| format | HDIM | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | "
-          "fast/scalar | fast 2 thr / 1 thr | same, medians |")
+    print("| format | HDIM | scalar 1 thr | SIMD 1 thr | SIMD/scalar | scalar 2 thr | SIMD 2 thr | "
+          "SIMD/scalar | SIMD 2 thr / 1 thr | same, medians |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for f, h in keys:
         s1, f1 = dec.get((0, f, h, 1, 4, 0), 0), dec.get((1, f, h, 1, 4, 0), 0)
@@ -227,7 +242,7 @@ def main():
         print(f"| {f} | {h} | {s1:.2f} | {f1:.2f} | {f1 / s1:.1f}x | {s2:.2f} | {f2:.2f} | "
               f"{f2 / s2:.1f}x | {f2 / f1:.2f}x | {m2 / m1 if m1 else float('nan'):.2f}x |")
     print("\nDecode, other shapes (M pairs/s, 1 thread):\n")
-    print("| shape | scalar | fast | fast/scalar |")
+    print("| shape | scalar | SIMD | SIMD/scalar |")
     print("| --- | --- | --- | --- |")
     # The formats bench_decode measures at these shapes: those in the run.
     for fm in formats:
@@ -240,7 +255,7 @@ def main():
             s, f = dec[(0, fm, 128, 1, 4, 1)], dec.get((1, fm, 128, 1, 4, 1), 0)
             print(f"| {fm} D128 GQA 4, EX2 from the measured table | {s:.2f} | {f:.2f} | {f / s:.1f}x |")
     print("\nWriter (M V elements/s):\n")
-    print("| format | scalar 1 thr | fast 1 thr | fast/scalar | scalar 2 thr | fast 2 thr | fast/scalar |")
+    print("| format | scalar 1 thr | SIMD 1 thr | SIMD/scalar | scalar 2 thr | SIMD 2 thr | SIMD/scalar |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for f in formats:
         s1, f1, s2, f2 = (wri.get((0, f, 1), 0), wri.get((1, f, 1), 0), wri.get((0, f, 2), 0),
@@ -255,7 +270,8 @@ def main():
     path = os.path.join(a.dir, "bench_machine.json")
     if os.path.exists(path):
         print_machine(machine_rates(fastest(load(path))))
-    pooled = sorted(glob.glob(os.path.join(a.dir, "bench_decode_fast_rep*.json")))
+    pooled = sorted(glob.glob(os.path.join(a.dir, "bench_decode_simd_rep*.json")) or
+                    glob.glob(os.path.join(a.dir, "bench_decode_fast_rep*.json")))
     if pooled:
         print_pooled_scaling(pooled, names)
     return 0

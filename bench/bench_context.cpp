@@ -13,9 +13,9 @@ namespace tqref::bench {
 int run_benchmarks(int argc, char** argv) {
   benchmark::AddCustomContext("git_commit", kGitCommit);
   std::string isas;
-  for (const std::string& s : fast_isas()) isas += (isas.empty() ? "" : ",") + s;
-  benchmark::AddCustomContext("fast_isas", isas);
-  benchmark::AddCustomContext("fast_isa_default", fast_isa());
+  for (const std::string& s : simd_isas()) isas += (isas.empty() ? "" : ",") + s;
+  benchmark::AddCustomContext("simd_isas", isas);
+  benchmark::AddCustomContext("simd_isa_default", simd_isa());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,4 +1,4 @@
-// What every CPU-model benchmark shares: the build's commit and the fast path's instruction sets
+// What every CPU-model benchmark shares: the build's commit and the SIMD path's instruction sets
 // in the JSON context (Google Benchmark adds host, CPU, caches, load average and date), and the
 // committed sm_90 EX2 profile in both its forms.
 #pragma once

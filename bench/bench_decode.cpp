@@ -1,12 +1,12 @@
-// Throughput of the decode model (model/decode.cpp, scalar; model/decode_fast.cpp, SIMD) in
+// Throughput of the decode model (model/decode.cpp, scalar; model/decode_simd.cpp, SIMD) in
 // (q head x position) pairs per second: every q head attends to every position of its sequence,
-// so one CTA of length L counts L pairs. Scalar and fast run in the same process on the same
-// inputs; before timing, each shape's fast output and diagnostics are compared with the scalar
+// so one CTA of length L counts L pairs. Scalar and SIMD run in the same process on the same
+// inputs; before timing, each shape's SIMD output and diagnostics are compared with the scalar
 // ones bit for bit and a difference aborts (a fast but wrong model is no result).
 // Pools hold random bytes of the right shape (random bf16 K, random codes, fp8 scales in
 // [2^-3, 2^1)); q has sigma 2, so a realistic share of positions is skipped. EX2: the committed
 // sm_90 profile, as its datapath (the model's default) or as the measured table it replaced.
-// Arguments: path (0 scalar, 1 fast), format (0..2), HDIM, threads, q heads per kv head,
+// Arguments: path (0 scalar, 1 SIMD), format (0..2), HDIM, threads, q heads per kv head,
 // profile (0 datapath, 1 measured table). 4 sequences x 4096 positions x 8 q heads.
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -90,7 +90,7 @@ Shape& shape(Format f, uint32_t hdim, uint32_t gqa) {
   return *s;
 }
 
-// Scalar and fast outputs and diagnostics bit for bit, once per shape; else abort.
+// Scalar and SIMD outputs and diagnostics bit for bit, once per shape; else abort.
 double verify_and_skip_share(Shape& s) {
   static std::map<Shape*, double> done;
   if (auto it = done.find(&s); it != done.end()) return it->second;
@@ -98,7 +98,7 @@ double verify_and_skip_share(Shape& s) {
   set_model_path(ModelPath::scalar);
   s.run(bench::sm90_datapath(), &ds);
   const std::vector<uint16_t> scalar_out = s.out;
-  set_model_path(ModelPath::fast);
+  set_model_path(ModelPath::simd);
   s.run(bench::sm90_datapath(), &df);
   bool same = s.out == scalar_out && ds.heads.size() == df.heads.size();
   uint64_t skipped = 0;
@@ -109,7 +109,7 @@ double verify_and_skip_share(Shape& s) {
     skipped += a.skip_count;
   }
   if (!same) {
-    std::fprintf(stderr, "bench_decode: fast and scalar models differ (%s, HDIM %u, GQA %u)\n",
+    std::fprintf(stderr, "bench_decode: SIMD and scalar models differ (%s, HDIM %u, GQA %u)\n",
                  traits(s.fmt).name, s.hdim, s.gqa);
     std::exit(1);
   }
@@ -117,23 +117,23 @@ double verify_and_skip_share(Shape& s) {
 }
 
 void BM_paged_decode_model(benchmark::State& state) {
-  const bool fast = state.range(0) != 0;
+  const bool simd = state.range(0) != 0;
   const Format fmt = kFormats[state.range(1)].format;
   const uint32_t hdim = uint32_t(state.range(2)), gqa = uint32_t(state.range(4));
   const int threads = int(state.range(3));
   const Ex2Profile& ex2 = state.range(5) ? bench::sm90_measured_table() : bench::sm90_datapath();
   Shape& s = shape(fmt, hdim, gqa);
   const double skip_share = verify_and_skip_share(s);
-  set_model_path(fast ? ModelPath::fast : ModelPath::scalar);
+  set_model_path(simd ? ModelPath::simd : ModelPath::scalar);
   omp_set_num_threads(threads);
   for (auto _ : state) {
     s.run(ex2);
     benchmark::DoNotOptimize(s.out.data());
   }
-  set_model_path(ModelPath::fast);
+  set_model_path(ModelPath::simd);
   state.SetItemsProcessed(int64_t(state.iterations()) * kSeqs * kLen * kQHeads);
   state.counters["skip_share"] = skip_share;
-  state.SetLabel(std::string(fast ? "fast-" + fast_isa() : "scalar") + " " + traits(fmt).name +
+  state.SetLabel(std::string(simd ? "simd-" + simd_isa() : "scalar") + " " + traits(fmt).name +
                  " hdim=" + std::to_string(hdim) + " gqa=" + std::to_string(gqa) + " threads=" +
                  std::to_string(threads) + (state.range(5) ? " ex2=table" : " ex2=datapath"));
 }
@@ -145,19 +145,19 @@ void repeated(benchmark::internal::Benchmark* b) {
       "min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
 }
 
-// Every format x HDIM x 1, 2 threads at GQA 4, scalar and fast, EX2 as the datapath.
+// Every format x HDIM x 1, 2 threads at GQA 4, scalar and SIMD, EX2 as the datapath.
 BENCHMARK(BM_paged_decode_model)
-    ->ArgNames({"fast", "format", "hdim", "threads", "gqa", "ex2_table"})
+    ->ArgNames({"simd", "format", "hdim", "threads", "gqa", "ex2_table"})
     ->ArgsProduct({{0, 1}, bench::format_indices(), {128, 256}, {1, 2}, {4}, {0}})
     ->Apply(repeated);
 // Without sharing between q heads (MHA, GQA 1), one thread.
 BENCHMARK(BM_paged_decode_model)
-    ->ArgNames({"fast", "format", "hdim", "threads", "gqa", "ex2_table"})
+    ->ArgNames({"simd", "format", "hdim", "threads", "gqa", "ex2_table"})
     ->ArgsProduct({{0, 1}, {1}, {128, 256}, {1}, {1}, {0}})
     ->Apply(repeated);
 // EX2 from the measured 32 MiB table instead of the datapath (the model before the closed form).
 BENCHMARK(BM_paged_decode_model)
-    ->ArgNames({"fast", "format", "hdim", "threads", "gqa", "ex2_table"})
+    ->ArgNames({"simd", "format", "hdim", "threads", "gqa", "ex2_table"})
     ->ArgsProduct({{0, 1}, {1}, {128}, {1}, {4}, {1}})
     ->Apply(repeated);
 

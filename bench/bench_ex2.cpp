@@ -1,7 +1,7 @@
 // Cost of one EX2 / EXPF evaluation on random arguments: the measured 32 MiB fraction table (the
 // model before the closed form: a cache miss per call) against the sm_90 datapath, called one at a
 // time (Ex2Profile::ex2 / expf, what the scalar decode model does) and in batches on SIMD lanes
-// (ex2_many / expf_many, what the fast decode model does). Items = calls.
+// (ex2_many / expf_many, what the SIMD decode model does). Items = calls.
 // Arguments: profile (0 datapath, 1 measured table), batch (0 one at a time, 1 ex2_many), fn (0
 // EX2 on [-126, 0], 1 EXPF on [-87, 0]).
 #include <benchmark/benchmark.h>
@@ -56,7 +56,7 @@ void BM_ex2(benchmark::State& state) {
     }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(x.size()));
   state.SetLabel(std::string(state.range(0) ? "table" : "datapath") + (expf ? " expf" : " ex2") +
-                 (batch ? " batch-" + fast_isa() : " scalar"));
+                 (batch ? " batch-" + simd_isa() : " scalar"));
 }
 
 BENCHMARK(BM_ex2)

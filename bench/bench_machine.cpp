@@ -32,7 +32,7 @@ uint64_t dep_chain(uint64_t x, int64_t n) {
 }
 
 // 8 independent chains of W-float vector multiplies by a factor near 1 (no overflow, no
-// denormals), compiled for the widest vectors the fast models use here (AVX-512, else AVX2;
+// denormals), compiled for the widest vectors the SIMD models use here (AVX-512, else AVX2;
 // 4 lanes elsewhere). Always inlined, so the body is compiled for its caller's target.
 template <int W> struct Vec {
   typedef float type __attribute__((vector_size(4 * W)));

@@ -1,7 +1,7 @@
 // Throughput of the writer model reshape_and_cache_model in V elements per second, scalar
-// (model/writer.cpp) and fast (model/writer_fast_impl.h) in the same run, on 1 and 2 OpenMP
+// (model/writer.cpp) and SIMD (model/writer_simd_impl.h) in the same run, on 1 and 2 OpenMP
 // threads, for a realistic prefill: 8 kv heads x 128 dims, 4096 tokens, block size 16. Before
-// timing, each format's pools from scalar and fast, 1 and 2 threads are compared byte for byte;
+// timing, each format's pools from scalar and SIMD, 1 and 2 threads are compared byte for byte;
 // a difference aborts the benchmark (a fast but wrong model is no result).
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -56,13 +56,13 @@ struct Workload {
   void run(Format f) { reshape_and_cache_model(f, key, value, k_cache, v_cache, slots, p); }
 };
 
-// Same bytes from scalar and fast, on 1 and 2 threads, else abort with a message.
+// Same bytes from scalar and SIMD, on 1 and 2 threads, else abort with a message.
 void verify(Format f) {
   Workload ref(f);
   set_model_path(ModelPath::scalar);
   omp_set_num_threads(1);
   ref.run(f);
-  for (ModelPath path : {ModelPath::scalar, ModelPath::fast})
+  for (ModelPath path : {ModelPath::scalar, ModelPath::simd})
     for (int threads : {1, 2}) {
       Workload w(f);
       set_model_path(path);
@@ -76,9 +76,9 @@ void verify(Format f) {
     }
 }
 
-// Args: fast (0 scalar, 1 fast), format index, thread count.
+// Args: simd (0 scalar, 1 SIMD), format index, thread count.
 void BM_reshape_and_cache_model(benchmark::State& state) {
-  const bool fast = state.range(0) != 0;
+  const bool simd = state.range(0) != 0;
   const Format f = kFormats[state.range(1)].format;
   const int threads = int(state.range(2));
   static bool verified[kNumFormats] = {};
@@ -87,21 +87,21 @@ void BM_reshape_and_cache_model(benchmark::State& state) {
     verified[state.range(1)] = true;
   }
   Workload w(f);
-  set_model_path(fast ? ModelPath::fast : ModelPath::scalar);
+  set_model_path(simd ? ModelPath::simd : ModelPath::scalar);
   omp_set_num_threads(threads);
   for (auto _ : state) {
     w.run(f);
     benchmark::ClobberMemory();
   }
-  set_model_path(ModelPath::fast);
+  set_model_path(ModelPath::simd);
   state.SetItemsProcessed(int64_t(state.iterations()) * kTokens * kN);
-  state.SetLabel(std::string(fast ? "fast-" + fast_isa() : "scalar") + " " + traits(f).name +
+  state.SetLabel(std::string(simd ? "simd-" + simd_isa() : "scalar") + " " + traits(f).name +
                  " H8 D128 T4096 B16 threads=" + std::to_string(threads));
 }
 
 // Repetitions with a "min" row, as bench_decode.
 BENCHMARK(BM_reshape_and_cache_model)
-    ->ArgNames({"fast", "format", "threads"})
+    ->ArgNames({"simd", "format", "threads"})
     ->ArgsProduct({{0, 1}, bench::format_indices(), {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 
 #include "command.h"
 #include "tqref/format.h"
@@ -16,8 +17,9 @@ namespace tqref::cli {
 
 void add_model_option(po::options_description& desc, std::string* value) {
   desc.add_options()("model", po::value(value),
-                     "CPU model: fast (default, SIMD), scalar (the readable reference), or a fast "
-                     "path instruction set: avx512, avx2, portable; same bits, different speed");
+                     "CPU model: simd (default; \"fast\" is its former name), scalar (the readable "
+                     "reference), or an instruction set of the simd path: avx512, avx2, portable; "
+                     "same bits, different speed");
 }
 
 void add_model_variant_option(po::options_description& desc, std::string* value) {
@@ -38,26 +40,23 @@ bool apply_model_variant(const std::string& command, const std::string& name) {
 }
 
 bool apply_model_option(const std::string& command, const std::string& value) {
-  if (value.empty() || value == "fast") {
-    set_model_path(ModelPath::fast);
-    return true;
-  }
-  if (value == "scalar") {
-    set_model_path(ModelPath::scalar);
-    return true;
-  }
-  std::string allowed = "fast, scalar";
-  for (const std::string& isa : fast_isas()) {
+  std::string allowed = "simd (or its former name fast), scalar";
+  for (const std::string& isa : simd_isas()) {
     if (isa == value) {
-      set_fast_isa(value);
-      set_model_path(ModelPath::fast);
+      set_simd_isa(value);
+      set_model_path(ModelPath::simd);
       return true;
     }
     allowed += ", " + isa;
   }
-  std::fprintf(stderr, "%s: --model %s; allowed on this CPU: %s\n", command.c_str(), value.c_str(),
-               allowed.c_str());
-  return false;
+  try {
+    set_model_path(value.empty() ? ModelPath::simd : parse_model_path(value));
+    return true;
+  } catch (const std::invalid_argument&) {
+    std::fprintf(stderr, "%s: --model %s; allowed on this CPU: %s\n", command.c_str(), value.c_str(),
+                 allowed.c_str());
+    return false;
+  }
 }
 
 std::optional<int> parse_options(const std::string& command, const std::vector<std::string>& args,

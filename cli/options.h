@@ -19,9 +19,10 @@ std::optional<int> parse_options(const std::string& command, const std::vector<s
                                      nullptr);
 
 // --model, for the subcommands that run the CPU model: which implementation runs
-// (tqref/model_path.h): "fast" (default: the SIMD path on the best instruction set this CPU has),
-// "scalar" (the readable reference), or an instruction set of the fast path ("avx512", "avx2",
-// "portable"). Outputs are the same bits whichever is chosen; only the time differs.
+// (tqref/model_path.h): "simd" (default: the SIMD path on the best instruction set this CPU has;
+// "fast", its former name, is still accepted), "scalar" (the readable reference), or an
+// instruction set of the SIMD path ("avx512", "avx2", "portable"). Outputs are the same bits
+// whichever is chosen; only the time differs.
 void add_model_option(boost::program_options::options_description& desc, std::string* value);
 // --model-variant NAME (docs/variants.md): the variant of the contract the CPU model computes
 // (tqref::set_model_variant); "" is the contract. apply_model_variant prints

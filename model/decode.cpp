@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "decode_fast.h"
+#include "decode_simd.h"
 #include "rules.h"
 #include "tqref/contract.h"
 #include "tqref/model_path.h"
@@ -423,10 +423,10 @@ void paged_decode_model(Format format, std::span<const uint16_t> q,
   if (!v.is_contract())  // variants run on the scalar path only
     return run_scalar(rules::VariantRules(v), t, q, k_cache, v_cache, output, block_tables,
                       seq_lens, p, ex2, diag);
-  // The SIMD path (decode_fast.h), equal bit for bit, covers launches inside the contract; the
+  // The SIMD path (decode_simd.h), equal bit for bit, covers launches inside the contract; the
   // rare head_dim != hdim launches of docs/spec.md section 5.1 run on this scalar path.
-  if (model_path() == ModelPath::fast && decode_in_contract(p.head_dim, p.hdim))
-    return fast::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
+  if (model_path() == ModelPath::simd && decode_in_contract(p.head_dim, p.hdim))
+    return simd::paged_decode(format, q, k_cache, v_cache, output, block_tables, seq_lens, p, ex2, diag);
   run_scalar(rules::ContractRules{}, t, q, k_cache, v_cache, output, block_tables, seq_lens, p,
              ex2, diag);
 }

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "ex2_eval.h"
-#include "fast_kernels.h"
+#include "simd_kernels.h"
 #include "tqref/numeric.h"
 
 // Everything here works on bit patterns: the unit's result is an entry of the fraction map F,
@@ -78,13 +78,13 @@ std::vector<uint32_t> Ex2Profile::fraction_table() const {
 void Ex2Profile::ex2_many(const float* x, float* y, size_t n) const {
   for (size_t i = 0; i < n; ++i)
     if (x[i] > 0.0f) positive_input(x[i]);
-  fast::kernels().ex2(eval_data(), x, y, n);
+  simd::kernels().ex2(eval_data(), x, y, n);
 }
 
 void Ex2Profile::expf_many(const float* x, float* y, size_t n) const {
   for (size_t i = 0; i < n; ++i)
     if (x[i] > 0.0f) positive_input(x[i]);
-  fast::kernels().expf(eval_data(), x, y, n);
+  simd::kernels().expf(eval_data(), x, y, n);
 }
 
 Ex2EvalData Ex2Profile::eval_data() const {

@@ -1,5 +1,5 @@
 // EX2, EXPF and the fraction map on kW lanes: ex2_eval.h's functions on VU / VF. Part of
-// fast_isa_impl.h (included inside an ISA namespace; no includes of its own).
+// simd_isa_impl.h (included inside an ISA namespace; no includes of its own).
 
 // fn on every kW-lane block of x[0 .. n) into y; the last partial block is padded with +0.0,
 // an input every function here accepts.

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ex2_eval.h"
-#include "fast_kernels.h"
+#include "simd_kernels.h"
 
 namespace tqref {
 
@@ -57,7 +57,7 @@ uint32_t ex2_fraction_by_datapath_steps(const Ex2Datapath& d, uint32_t k) {
 
 std::vector<uint32_t> ex2_datapath_table(const Ex2Datapath& d) {
   const Ex2EvalData e = ex2_eval::prepare(d);
-  const fast::FastKernels& fk = fast::kernels();
+  const simd::SimdKernels& fk = simd::kernels();
   std::vector<uint32_t> f(kEx2FractionEntries);
   constexpr uint32_t kChunk = 1u << 16;
 #pragma omp parallel for schedule(static)

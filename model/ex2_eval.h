@@ -1,9 +1,9 @@
-// Fast evaluation of the EX2 unit (tqref/ex2.h, tqref/ex2_datapath.h), written once for any lane
+// Branch-free evaluation of the EX2 unit (tqref/ex2.h, tqref/ex2_datapath.h), written once for any lane
 // type U: uint32_t in the scalar model, a GCC vector of uint32_t (F: of float) in the SIMD decode
 // path (ex2_batch_impl.h). Everything is integer arithmetic on bit patterns, plus the two float
 // multiplies of EXPF, so every lane type gives the same bits. Internal to model/.
 // Every function is always inlined: the SIMD code includes this header outside its
-// `#pragma GCC target` region (fast_kernels.h), so its callers compile the bodies for their own
+// `#pragma GCC target` region (simd_kernels.h), so its callers compile the bodies for their own
 // instruction set and no out-of-line copy exists for a vector type.
 #pragma once
 #include <bit>

@@ -1,5 +1,5 @@
-// GCC vector types of kW lanes and the few lane operations the fast paths use. Included by each
-// fast_<isa>.cpp inside its own namespace, after every standard header (it includes none), with
+// GCC vector types of kW lanes and the few lane operations the SIMD paths use. Included by each
+// simd_<isa>.cpp inside its own namespace, after every standard header (it includes none), with
 // kW defined there: 16 (AVX-512), 8 (AVX2), 4 (portable: SSE2 on x86-64, NEON on aarch64).
 // Vector + and * round each lane exactly as the scalar operation (IEEE, -ffp-contract=off).
 

@@ -1,5 +1,5 @@
-// Operations on GCC vector types that the fast paths use from headers included outside their
-// `#pragma GCC target` regions (fast_isa_includes.h). Each is always inlined, so it is compiled
+// Operations on GCC vector types that the SIMD paths use from headers included outside their
+// `#pragma GCC target` regions (simd_isa_includes.h). Each is always inlined, so it is compiled
 // for its caller's instruction set: a function of the baseline target that takes or returns a
 // vector wider than the baseline's registers has another ABI than its caller in the region, and
 // calling it (as unoptimised builds do, e.g. the asan preset) passes garbage. For that reason

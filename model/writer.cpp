@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 
-#include "fast_kernels.h"
+#include "simd_kernels.h"
 #include "tqref/contract.h"
 #include "tqref/model_path.h"
 #include "tqref/quantize.h"
@@ -71,8 +71,8 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
   // Variants run on the scalar path only (tqref/variant.h); the contract on the chosen path.
   const bool contract = v.is_contract();
   const Variant* variant = contract ? nullptr : &v;
-  const fast::FastKernels* fk =
-      contract && model_path() == ModelPath::fast ? &fast::kernels() : nullptr;
+  const simd::SimdKernels* fk =
+      contract && model_path() == ModelPath::simd ? &simd::kernels() : nullptr;
 #pragma omp parallel for schedule(static)
   for (int64_t tok = 0; tok < tokens; ++tok) {
     const int64_t s = slot_mapping[tok];
@@ -84,7 +84,7 @@ void reshape_and_cache_model(Format format, std::span<const uint16_t> key,
     const uint16_t* vrow = value.data() + uint64_t(tok) * p.value_stride;
     uint8_t* codes = v_cache.data() + g.v_code_row_offset(s, t.bits);
     uint8_t* scales = v_cache.data() + g.v_scale_row_offset(s);
-    if (fk) {  // the SIMD path, equal bit for bit (writer_fast_impl.h)
+    if (fk) {  // the SIMD path, equal bit for bit (writer_simd_impl.h)
       fk->writer_v_row(t, vrow, n, codes, scales);
       continue;
     }

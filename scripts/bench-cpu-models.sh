@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU-model benchmarks of docs/performance.md: bench_decode, bench_writer and bench_ex2 (scalar
-# and fast in the same run), bench_machine (what the machine gives a second thread), their JSON,
+# and SIMD in the same run), bench_machine (what the machine gives a second thread), their JSON,
 # the machine and its load before and after, and the plot and tables of analysis/plot_cpu_bench.py.
 # Run it on an otherwise idle machine (the load average is recorded; the ratios of one run are
 # what counts).
@@ -17,16 +17,16 @@ mkdir -p "$out"
 } > "$out/machine.txt"
 for b in machine decode writer ex2; do
   # repetitions of all benchmarks in random order: a slow phase of a shared host falls on scalar
-  # and fast, 1 and 2 threads alike instead of on whichever ran then
+  # and SIMD, 1 and 2 threads alike instead of on whichever ran then
   "$build/bench/bench_$b" --benchmark_enable_random_interleaving=true \
     --benchmark_out="$out/bench_$b.json" --benchmark_out_format=json
   echo "load after bench_$b: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
 done
-# The 2-thread check of issue 18 with more repetitions: three more runs of the fast decode path at
+# The 2-thread check of issue 18 with more repetitions: three more runs of the SIMD decode path at
 # GQA 4, pooled by plot_cpu_bench.py (15 interleaved repetitions per benchmark)
 for r in 1 2 3; do
-  "$build/bench/bench_decode" --benchmark_filter='fast:1/.*gqa:4/ex2_table:0' \
-    --benchmark_enable_random_interleaving=true --benchmark_out="$out/bench_decode_fast_rep$r.json" \
+  "$build/bench/bench_decode" --benchmark_filter='simd:1/.*gqa:4/ex2_table:0' \
+    --benchmark_enable_random_interleaving=true --benchmark_out="$out/bench_decode_simd_rep$r.json" \
     --benchmark_out_format=json > /dev/null
 done
 echo "load after the pooled runs: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"

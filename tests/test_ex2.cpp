@@ -1,7 +1,7 @@
 // The EX2 model (model/ex2.cpp) loaded from the committed sm_90 profile (format 2, the datapath),
 // against hardware readings (data/hw/sm_90/ex2_readings.h5, made by
 // harness/gpu/make_ex2_readings.py from the H200 measurement) and against the measured
-// fraction table (data/hw/sm_90/ex2_measured_table.h5, stored as a table); the datapath's readable and fast
+// fraction table (data/hw/sm_90/ex2_measured_table.h5, stored as a table); the datapath's readable and SIMD
 // forms, the fit of model/tqref/ex2_fit.h, structural properties of the unit, EXPF, and the profile
 // loader's failure modes. test_ex2_long.cpp compares the datapath model with the measured table
 // on every non-positive float and NaN.
@@ -259,29 +259,29 @@ BOOST_AUTO_TEST_CASE(committed_coefficients_are_the_found_ones) {
   BOOST_CHECK(*profile().datapath() == found_datapath());
 }
 
-// Every entry of the measured table, by the fast evaluation the model calls and by the readable
+// Every entry of the measured table, by the SIMD evaluation the model calls and by the readable
 // generator: catches any error in either form of any step (index complement, segment split,
 // squarer cut, the 32-bit split of Y, the final truncation, the two exact end points).
 BOOST_AUTO_TEST_CASE(every_entry_equals_measured_table) {
-  const std::vector<uint32_t> want = measured().fraction_table(), fast = profile().fraction_table();
+  const std::vector<uint32_t> want = measured().fraction_table(), simd = profile().fraction_table();
   const Ex2Datapath d = found_datapath();
-  uint64_t bad_fast = 0, bad_readable = 0;
+  uint64_t bad_simd = 0, bad_readable = 0;
   for (uint32_t k = 0; k < kEx2FractionEntries; ++k) {
-    if (fast[k] != want[k] && ++bad_fast <= 4)
-      BOOST_ERROR("fast F[" << k << "] = " << hex(fast[k]) << ", measured " << hex(want[k]));
+    if (simd[k] != want[k] && ++bad_simd <= 4)
+      BOOST_ERROR("simd F[" << k << "] = " << hex(simd[k]) << ", measured " << hex(want[k]));
     const uint32_t r = ex2_fraction_by_datapath_steps(d, k);
     if (r != want[k] && ++bad_readable <= 4)
       BOOST_ERROR("readable F[" << k << "] = " << hex(r) << ", measured " << hex(want[k]));
   }
-  BOOST_CHECK_EQUAL(bad_fast, 0u);
+  BOOST_CHECK_EQUAL(bad_simd, 0u);
   BOOST_CHECK_EQUAL(bad_readable, 0u);
   BOOST_CHECK_NE(want[1], want[1u << 22]);  // the table is not constant
 }
 
-// The fast evaluation equals the readable generator for parameters sm_90 does not use (random
+// The SIMD evaluation equals the readable generator for parameters sm_90 does not use (random
 // coefficients at every admitted cut, random bias): catches a 32-bit split that is exact only for
 // sm_90's values.
-BOOST_AUTO_TEST_CASE(fast_equals_readable_for_other_parameters) {
+BOOST_AUTO_TEST_CASE(simd_equals_readable_for_other_parameters) {
   std::mt19937_64 rng(20261201);
   uint64_t bad = 0, checked = 0;
   for (uint32_t cut = kEx2MinCut; cut <= kEx2MaxCut; ++cut) {
@@ -292,14 +292,14 @@ BOOST_AUTO_TEST_CASE(fast_equals_readable_for_other_parameters) {
       s = {uint32_t(rng() % (1u << kEx2C0Bits)), uint32_t(rng() % (1u << kEx2C1Bits)),
            uint32_t(rng() % (1u << kEx2C2Bits))};
     d.seg[0] = {(1u << kEx2C0Bits) - 1, (1u << kEx2C1Bits) - 1, (1u << kEx2C2Bits) - 1};  // maxima
-    const std::vector<uint32_t> fast = ex2_datapath_table(d);
+    const std::vector<uint32_t> simd = ex2_datapath_table(d);
     for (int i = 0; i < 20000; ++i) {
       // k near the top of each segment's range too (X large: the widest products)
       const uint32_t k = i < 64 ? 0x7FFFFFu - (uint32_t(i) << 17) - 0x1FFFEu
                                 : uint32_t(rng() % kEx2FractionEntries);
       ++checked;
-      if (fast[k] != ex2_fraction_by_datapath_steps(d, k) && ++bad <= 4)
-        BOOST_ERROR("cut " << cut << " k " << k << ": fast " << hex(fast[k]) << ", readable "
+      if (simd[k] != ex2_fraction_by_datapath_steps(d, k) && ++bad <= 4)
+        BOOST_ERROR("cut " << cut << " k " << k << ": simd " << hex(simd[k]) << ", readable "
                            << hex(ex2_fraction_by_datapath_steps(d, k)));
     }
   }

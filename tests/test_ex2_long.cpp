@@ -18,17 +18,17 @@ BOOST_AUTO_TEST_SUITE(exhaustive)
 
 // Every non-positive float (-0 .. -NaN), every positive NaN and +0: the datapath profile equals
 // the measured table (which calibration checked against the H200 on every one of these inputs),
-// and the branch-free SIMD EX2 and EXPF of every fast-path instruction set equal the readable
+// and the branch-free SIMD EX2 and EXPF of every SIMD-path instruction set equal the readable
 // scalar ones. 0 mismatches required; the first few are printed in hex.
 BOOST_AUTO_TEST_CASE(every_input_datapath_equals_measured_table) {
-  const std::string saved_isa = fast_isa();
-  const std::vector<std::string> isas = fast_isas();
+  const std::string saved_isa = simd_isa();
+  const std::vector<std::string> isas = simd_isas();
   struct Range { uint64_t first, count; };
   const Range ranges[] = {{0x80000000ull, 1ull << 31}, {0x7F800001ull, (1ull << 23) - 1}, {0, 1}};
   uint64_t inputs = 0, bad_table = 0, bad_simd = 0;
   constexpr uint64_t kChunk = 1u << 16;
   for (const std::string& isa : isas) {
-    set_fast_isa(isa);
+    set_simd_isa(isa);
     for (const Range& r : ranges) {
 #pragma omp parallel for schedule(dynamic, 16) reduction(+ : inputs, bad_table, bad_simd)
       for (int64_t c = 0; c < int64_t((r.count + kChunk - 1) / kChunk); ++c) {
@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(every_input_datapath_equals_measured_table) {
       }
     }
   }
-  set_fast_isa(saved_isa);
+  set_simd_isa(saved_isa);
   BOOST_TEST_MESSAGE(inputs << " inputs, " << bad_table << " datapath/table mismatches, " << bad_simd
                             << " SIMD mismatches over " << isas.size() << " instruction sets");
   BOOST_CHECK_EQUAL(inputs, (1ull << 31) + (1ull << 23));

@@ -23,7 +23,7 @@ namespace tqref {
 
 inline constexpr uint32_t kEx2FractionEntries = (1u << 23) + 1;
 
-// What the fast evaluations read (model/ex2_eval.h): the datapath's coefficients prepared for
+// What the branch-free evaluations read (model/ex2_eval.h): the datapath's coefficients prepared for
 // 32-bit arithmetic, or the measured table.
 struct Ex2EvalData {
   const uint32_t* table = nullptr;  // F[0 .. 2^23] of a table profile; null for a datapath
@@ -42,7 +42,7 @@ class Ex2Profile {
 
   float ex2(float x) const;    // the unit; x must be <= 0 or NaN (positive x: std::domain_error)
   float expf(float x) const;   // EXPF of docs/spec.md section 5, for x <= 0 or NaN
-  // ex2 / expf of x[0 .. n) into y (y may be x): the branch-free SIMD evaluation of the fast
+  // ex2 / expf of x[0 .. n) into y (y may be x): the branch-free evaluation on the SIMD
   // path's instruction set (tqref/model_path.h), equal to ex2() / expf() bit for bit; a positive
   // x throws std::domain_error before anything is written.
   void ex2_many(const float* x, float* y, size_t n) const;

@@ -32,7 +32,7 @@ inline constexpr uint32_t kEx2C0Bits = 25, kEx2C1Bits = 16, kEx2C2Bits = 10;
 inline constexpr uint32_t kEx2SumFractionBits = 38;            // Y in units of 2^-38
 inline constexpr uint32_t kEx2C0Shift = kEx2SumFractionBits - kEx2C0Bits;  // 13
 inline constexpr uint32_t kEx2FinalShift = kEx2SumFractionBits - 23;       // 15
-// Squarer cuts the family admits: the range in which the fast evaluation's 32-bit split
+// Squarer cuts the family admits: the range in which the branch-free evaluation's 32-bit split
 // (model/ex2_eval.h) is exact. Below 14, C2 * S can exceed 2^30; above 26 the dropped part can
 // exceed 2^32. (A cut moves S's weight, so C2's value is C2 * 2^(8 - cut); 2^-11 at 19.)
 inline constexpr uint32_t kEx2MinCut = 14, kEx2MaxCut = 26;
@@ -62,7 +62,7 @@ uint32_t ex2_truncated_square(uint32_t X, uint32_t cut);
 // [0, 2^23].
 uint32_t ex2_fraction_by_datapath_steps(const Ex2Datapath& d, uint32_t k);
 
-// All 2^23 + 1 entries F[0 .. 2^23] by the fast evaluation the model calls (model/ex2_eval.h,
+// All 2^23 + 1 entries F[0 .. 2^23] by the SIMD evaluation the model calls (model/ex2_eval.h,
 // on the SIMD lanes of tqref/model_path.h's instruction set, OpenMP across chunks), for
 // parameters that pass ex2_datapath_problem.
 std::vector<uint32_t> ex2_datapath_table(const Ex2Datapath& d);

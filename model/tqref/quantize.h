@@ -22,7 +22,7 @@ struct QuantizedGroup {
 QuantizedGroup quantize_group(const FormatTraits& t, const uint16_t (&x_bf16)[kGroupSize]);
 
 // quantize_group for `count` consecutive groups of x_bf16 ([count * 16] bf16), the writer's
-// fast path: out[k] equals quantize_group on group k bit for bit.
+// SIMD path: out[k] equals quantize_group on group k bit for bit.
 void quantize_groups(const FormatTraits& t, const uint16_t* x_bf16, uint32_t count,
                      QuantizedGroup* out);
 // The same under a variant of the contract (tqref/variant.h; docs/variants.md).

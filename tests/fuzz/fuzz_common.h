@@ -24,15 +24,15 @@
 // its avx2 build where the CPU has it: under clang, the avx512 build's run-time lane permutes are
 // lane loops (model/vec_ops.h), and expanding the 2^23-entry EX2 table at the start of every
 // fork-mode job took 2.1 s with them against 0.9 s. The builds are bit-identical
-// (test_fast_paths), and none of them is the code under test here.
+// (test_simd_paths), and none of them is the code under test here.
 // TQREF_FUZZ_IDLE_S (scripts/fuzz.sh's replays): the isolated child's idle deadline.
 #define TQREF_FUZZ_VALIDATE_IN_PROCESS                                            \
   extern "C" int LLVMFuzzerInitialize(int*, char***) {                            \
     tqref::h5::set_validation_in_process(!tqref::fuzz::replaying_isolated());     \
     if (const char* s = std::getenv("TQREF_FUZZ_IDLE_S"))                         \
       tqref::h5::set_validation_idle_timeout(std::atof(s));                       \
-    for (const std::string& isa : tqref::fast_isas())                             \
-      if (isa == "avx2") tqref::set_fast_isa(isa);                                \
+    for (const std::string& isa : tqref::simd_isas())                             \
+      if (isa == "avx2") tqref::set_simd_isa(isa);                                \
     return 0;                                                                     \
   }
 

@@ -1,4 +1,4 @@
-// Every header the fast paths use (fast_isa_impl.h), included by each fast_<isa>.cpp before its
+// Every header the SIMD paths use (simd_isa_impl.h), included by each simd_<isa>.cpp before its
 // `#pragma GCC target` region: inline functions and templates defined here stay compiled for the
 // build's baseline, so no copy of them is ever specific to one instruction set.
 #pragma once
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "ex2_eval.h"
-#include "fast_kernels.h"
+#include "simd_kernels.h"
 #include "tqref/contract.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"

@@ -1,10 +1,10 @@
-// The SIMD fast paths (model/fast_kernels.h) against the scalar model, on every instruction set
+// The SIMD paths (model/simd_kernels.h) against the scalar model, on every instruction set
 // this CPU can run (so an AVX-512 machine also proves the AVX2 and portable paths): decode
 // outputs and every diagnostic bit for bit on randomized cases of every format, HDIM, GQA ratio,
 // awkward length, block size and window, on non-finite inputs and thresholds;
 // writer pools byte for byte on every format and awkward head counts and values; the EX2 batch
 // calls and the datapath table; and the committed golden files through the CLI with each model.
-#define BOOST_TEST_MODULE test_fast_paths
+#define BOOST_TEST_MODULE test_simd_paths
 #include <boost/test/unit_test.hpp>
 #include <omp.h>
 
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,16 +32,16 @@ const Ex2Profile& sm90() { return sm90_profile(); }
 
 // Restores the default model path and instruction set when a test ends, whatever it set.
 struct PathGuard {
-  const std::string isa = fast_isa();
+  const std::string isa = simd_isa();
   ~PathGuard() {
-    set_fast_isa(isa);
-    set_model_path(ModelPath::fast);
+    set_simd_isa(isa);
+    set_model_path(ModelPath::simd);
   }
 };
 
 std::string hex(uint32_t b) { return hex32(b); }
 
-// Outputs and diagnostics of the fast path (every instruction set) equal the scalar model's.
+// Outputs and diagnostics of the SIMD path (every instruction set) equal the scalar model's.
 // Returns the number of (head, position) pairs compared, so callers can check they did work.
 uint64_t expect_decode_equal(const DecodeCase& dc, const Ex2Profile& ex2, const std::string& what) {
   PathGuard guard;
@@ -49,12 +50,12 @@ uint64_t expect_decode_equal(const DecodeCase& dc, const Ex2Profile& ex2, const 
   const std::vector<uint16_t> ref = run_model(dc, ex2, &dref);
   uint64_t pairs = 0;
   for (const auto& h : dref.heads) pairs += h.skipped.size();
-  for (const std::string& isa : fast_isas()) {
-    set_fast_isa(isa);
-    set_model_path(ModelPath::fast);
+  for (const std::string& isa : simd_isas()) {
+    set_simd_isa(isa);
+    set_model_path(ModelPath::simd);
     DecodeDiagnostics d;
     const std::vector<uint16_t> out = run_model(dc, ex2, &d);
-    BOOST_TEST_CONTEXT(what << ", fast path " << isa) {
+    BOOST_TEST_CONTEXT(what << ", SIMD path " << isa) {
       size_t bad = 0;
       for (size_t i = 0; i < out.size(); ++i)
         if (out[i] != ref[i] && ++bad <= 3)
@@ -93,7 +94,7 @@ BOOST_AUTO_TEST_SUITE(decode)
 // Every format x HDIM x GQA ratio, each case holding sequences of lengths 0, 1, 2, 3, 5, 7, the
 // prime 1009 and multiples of the block size; block size and window rotate through 1, 7, 16, 32
 // and 0, 1, 333, 2000 so every pair of them occurs. Catches any lane, pair-order, butterfly,
-// batch/single, block-boundary, window, GQA mapping or tail difference of the fast path.
+// batch/single, block-boundary, window, GQA mapping or tail difference of the SIMD path.
 BOOST_AUTO_TEST_CASE(randomized_every_format_hdim_gqa_length) {
   uint64_t pairs = 0, seed = 100, combo = 0;
   for (const FormatTraits& t : kFormats)
@@ -122,7 +123,7 @@ BOOST_AUTO_TEST_CASE(randomized_every_format_hdim_gqa_length) {
 
 // NaN and Inf in q and K (NaN and infinite scores, Inf - Inf arguments), groups with NaN scales,
 // score ties, thresholds 0 (nothing skipped) and 1 (everything), and mutant 14's unsplit EXPF:
-// catches a fast path that handles fmaxf's NaN rule, the ef * 0 of a skipped position, NaN
+// catches a SIMD path that handles fmaxf's NaN rule, the ef * 0 of a skipped position, NaN
 // factors or the EXPF split differently.
 BOOST_AUTO_TEST_CASE(non_finite_values_thresholds_and_mutant_expf) {
   for (const FormatTraits& t : kFormats)
@@ -203,8 +204,8 @@ BOOST_AUTO_TEST_CASE(thread_counts) {
 }
 
 // Launches outside the contract (docs/spec.md section 5.1): head_dim below the build's HDIM
-// (q and K zero-padded) and above it (rows of bf16 NaN), every format, with the fast path
-// selected: catches a fast path that takes such a launch and reads head_dim-strided rows as
+// (q and K zero-padded) and above it (rows of bf16 NaN), every format, with the SIMD path
+// selected: catches a SIMD path that takes such a launch and reads head_dim-strided rows as
 // HDIM-strided ones (they run on the scalar model today, model/decode.cpp).
 BOOST_AUTO_TEST_CASE(head_dim_outside_the_contract) {
   for (const FormatTraits& t : kFormats)
@@ -227,7 +228,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(writer)
 
-// Pools written by each fast path equal the scalar model's byte for byte, for every format,
+// Pools written by each SIMD path equal the scalar model's byte for byte, for every format,
 // head counts and dims whose groups per token are not a multiple of any lane count (tails),
 // padded strides and blocks, slot -1 tokens, and groups that are all zero, hold NaN or Inf, one
 // huge element, or values whose scales underflow or saturate fp8. Catches a lane, tail,
@@ -264,12 +265,12 @@ BOOST_AUTO_TEST_CASE(every_format_and_awkward_groups) {
       const auto k0 = kref, v0 = vref;
       set_model_path(ModelPath::scalar);
       reshape_and_cache_model(t.format, key, value, kref, vref, slots, p);
-      for (const std::string& isa : fast_isas()) {
-        set_fast_isa(isa);
-        set_model_path(ModelPath::fast);
+      for (const std::string& isa : simd_isas()) {
+        set_simd_isa(isa);
+        set_model_path(ModelPath::simd);
         auto k = k0, v = v0;
         reshape_and_cache_model(t.format, key, value, k, v, slots, p);
-        BOOST_TEST_CONTEXT(t.name << " H=" << H << " D=" << D << " fast path " << isa) {
+        BOOST_TEST_CONTEXT(t.name << " H=" << H << " D=" << D << " SIMD path " << isa) {
           BOOST_CHECK(k == kref);
           size_t first = v.size();
           for (size_t i = 0; i < v.size() && first == v.size(); ++i) first = v[i] != vref[i] ? i : first;
@@ -299,8 +300,8 @@ BOOST_AUTO_TEST_CASE(batch_equals_scalar) {
                      0xFFFFFFFFu, 0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu, 0xB4000000u, 0xB3FFFFFFu})
     x.push_back(f32_from_bits(b));
   x.push_back(-0.0f);  // odd total length
-  for (const std::string& isa : fast_isas()) {
-    set_fast_isa(isa);
+  for (const std::string& isa : simd_isas()) {
+    set_simd_isa(isa);
     std::vector<float> y(x.size()), z(x.size());
     sm90().ex2_many(x.data(), y.data(), x.size());
     sm90().expf_many(x.data(), z.data(), x.size());
@@ -327,10 +328,24 @@ BOOST_AUTO_TEST_CASE(datapath_table_every_isa) {
   PathGuard guard;
   std::vector<uint32_t> want(kEx2FractionEntries);
   for (uint32_t k = 0; k < kEx2FractionEntries; ++k) want[k] = sm90().fraction(k);
-  for (const std::string& isa : fast_isas()) {
-    set_fast_isa(isa);
+  for (const std::string& isa : simd_isas()) {
+    set_simd_isa(isa);
     BOOST_CHECK_MESSAGE(sm90().fraction_table() == want, isa << ": datapath table differs");
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(names)
+
+// parse_model_path takes what model_path_name gives, and "fast", the SIMD path's former name.
+BOOST_AUTO_TEST_CASE(simd_scalar_and_the_former_name_fast) {
+  for (ModelPath p : {ModelPath::simd, ModelPath::scalar})
+    BOOST_CHECK(parse_model_path(model_path_name(p)) == p);
+  BOOST_CHECK_EQUAL(std::string(model_path_name(ModelPath::simd)), "simd");
+  BOOST_CHECK(parse_model_path("fast") == ModelPath::simd);
+  BOOST_CHECK_THROW(parse_model_path("SIMD"), std::invalid_argument);
+  BOOST_CHECK_THROW(parse_model_path(""), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -338,11 +353,12 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(golden)
 
 // Every committed golden file (made by the scalar model) checks exactly with the scalar model
-// and with every fast path through the CLI's --model: catches a fast path that differs on the
-// cases the suites were designed for (docs/spec.md section 7).
+// and with every SIMD path through the CLI's --model: catches a SIMD path that differs on the
+// cases the suites were designed for (docs/spec.md section 7). "fast" is the SIMD path's former
+// name, which --model still accepts.
 BOOST_AUTO_TEST_CASE(committed_files_with_every_model) {
-  std::vector<std::string> models = {"scalar"};
-  for (const std::string& isa : fast_isas()) models.push_back(isa);
+  std::vector<std::string> models = {"scalar", "simd", "fast"};
+  for (const std::string& isa : simd_isas()) models.push_back(isa);
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(std::string(TQREF_SOURCE_DIR) + "/data/golden")) {
     if (e.path().extension() != ".h5") continue;

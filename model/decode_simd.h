@@ -1,11 +1,11 @@
-// The fast path of paged_decode_model (fast_kernels.h; docs/decode-model.md, "The fast path").
+// The SIMD path of paged_decode_model (simd_kernels.h; docs/decode-model.md, "The SIMD path").
 #pragma once
 #include <cstdint>
 #include <span>
 
 #include "tqref/decode.h"
 
-namespace tqref::fast {
+namespace tqref::simd {
 
 // paged_decode_model's work after its parameter checks (the same arguments, already valid; diag
 // already sized): equal to the scalar model bit for bit, outputs and diagnostics.
@@ -14,4 +14,4 @@ void paged_decode(Format format, std::span<const uint16_t> q, std::span<const ui
                   std::span<const int32_t> block_tables, std::span<const int32_t> seq_lens,
                   const DecodeParams& p, const Ex2Profile& ex2, DecodeDiagnostics* diag);
 
-}  // namespace tqref::fast
+}  // namespace tqref::simd

@@ -1,5 +1,5 @@
-// The decode model on kW-lane vectors (docs/decode-model.md, "The fast path"). Part of
-// fast_isa_impl.h (included inside an ISA namespace; no includes of its own).
+// The decode model on kW-lane vectors (docs/decode-model.md, "The SIMD path"). Part of
+// simd_isa_impl.h (included inside an ISA namespace; no includes of its own).
 //
 // Same operations in the same order per value as model/decode.cpp; what differs is only which
 // independent values are computed together:
@@ -14,7 +14,7 @@
 
 // A step of the warp's walk: `n` = 4 (batch) or 1 (single) positions from offset `off` of the
 // range; its factors are at `arg` (eo, then ef[0 .. n)) in the warp's factor array.
-struct FastStep {
+struct SimdStep {
   uint32_t off, n, arg;
 };
 
@@ -48,7 +48,7 @@ template <uint32_t HDIM> struct PairedK {
 // per-lane sums take pair i of every lane as one vector (even/odd lanes, twice for P = 4), then
 // add them in order starting from 0. The 32 lane sums sit in kWarpSize/kW vectors; the butterfly
 // adds vectors while its offset is at least kW, then halves inside the last vector.
-template <uint32_t HDIM> float fast_score(const PairedK<HDIM>& k, const PairedQ<HDIM>& q,
+template <uint32_t HDIM> float simd_score(const PairedK<HDIM>& k, const PairedQ<HDIM>& q,
                                           float inv_sqrt_d) {
   constexpr int kN = PairedK<HDIM>::kN, kParts = int(kWarpSize) / kW;
   VF pair[kN];
@@ -94,7 +94,7 @@ template <uint32_t Bytes> inline uint64_t load_code_word(const uint8_t* p) {
 }
 
 template <uint32_t HDIM, uint32_t Bits>
-void fast_dequant_bits(const DecodeJob& j, int64_t slot, uint32_t kvh, float* out) {
+void simd_dequant_bits(const DecodeJob& j, int64_t slot, uint32_t kvh, float* out) {
   constexpr uint32_t kCodeBytes = 2 * Bits, kMask = (1u << Bits) - 1u;
   const uint64_t group0 = uint64_t(kvh) * HDIM / kGroupSize;
   const uint8_t* codes = j.v + j.geo.v_code_row_offset(slot, Bits) + group0 * kCodeBytes;
@@ -107,7 +107,7 @@ void fast_dequant_bits(const DecodeJob& j, int64_t slot, uint32_t kvh, float* ou
     if constexpr (kW == 4) {
       // Element by element on 4 lanes: GCC 12.2 at -O3 loses the stores of the lane form below
       // when it must lower the per-lane shifts itself (SSE2 has none); -fno-tree-loop-optimize or
-      // -fno-delete-null-pointer-checks avoid it. Found by test_fast_paths; same arithmetic.
+      // -fno-delete-null-pointer-checks avoid it. Found by test_simd_paths; same arithmetic.
       for (uint32_t k = 0; k < kGroupSize; ++k)
         out[grp * kGroupSize + k] = j.cb16[(word >> (k * Bits)) & kMask] * gs;
       continue;
@@ -120,11 +120,11 @@ void fast_dequant_bits(const DecodeJob& j, int64_t slot, uint32_t kvh, float* ou
   }
 }
 
-template <uint32_t HDIM> void fast_dequant(const DecodeJob& j, int64_t slot, uint32_t kvh, float* out) {
+template <uint32_t HDIM> void simd_dequant(const DecodeJob& j, int64_t slot, uint32_t kvh, float* out) {
   switch (j.bits) {
-    case 2: return fast_dequant_bits<HDIM, 2>(j, slot, kvh, out);
-    case 3: return fast_dequant_bits<HDIM, 3>(j, slot, kvh, out);
-    default: return fast_dequant_bits<HDIM, 4>(j, slot, kvh, out);
+    case 2: return simd_dequant_bits<HDIM, 2>(j, slot, kvh, out);
+    case 3: return simd_dequant_bits<HDIM, 3>(j, slot, kvh, out);
+    default: return simd_dequant_bits<HDIM, 4>(j, slot, kvh, out);
   }
 }
 
@@ -144,7 +144,7 @@ inline constexpr uint64_t kPrefetchAhead = 8;  // positions
 
 // The per-thread buffers of one work item, reused between items.
 struct WarpScratch {
-  std::vector<FastStep> steps;
+  std::vector<SimdStep> steps;
   std::vector<float> scores;   // [G][range]
   std::vector<float> args;     // [G][factors]: EXPF arguments, then the factors
   std::vector<float> o;        // [G][HDIM]
@@ -159,14 +159,14 @@ inline WarpScratch& warp_scratch() {
 }
 
 // Physical slot of logical position p of sequence s.
-inline int64_t fast_slot(const DecodeJob& j, uint32_t s, uint64_t p) {
+inline int64_t simd_slot(const DecodeJob& j, uint32_t s, uint64_t p) {
   const uint32_t B = j.p->block_size;
   return int64_t(j.tables[uint64_t(s) * j.p->max_blocks_per_seq + p / B]) * B + int64_t(p % B);
 }
 
 // Walk (as Cta::walk) and the factors of every head: the arguments in the kernel's order, EXPF
 // over all of them, then l.
-template <uint32_t HDIM> void fast_factors(const DecodeJob& j, WarpScratch& sc, uint32_t G,
+template <uint32_t HDIM> void simd_factors(const DecodeJob& j, WarpScratch& sc, uint32_t G,
                                            uint64_t lo, uint64_t hi) {
   const uint64_t B = j.p->block_size, n = hi - lo;
   sc.steps.clear();
@@ -180,7 +180,7 @@ template <uint32_t HDIM> void fast_factors(const DecodeJob& j, WarpScratch& sc, 
   for (uint32_t g = 0; g < G; ++g) {
     float m = -1e30f, *a = sc.args.data() + size_t(g) * nargs;
     const float* scr = sc.scores.data() + size_t(g) * n;
-    for (const FastStep& st : sc.steps) {
+    for (const SimdStep& st : sc.steps) {
       const float* s4 = scr + st.off;
       float mn = fmaxf_cuda(m, s4[0]);
       if (st.n == 4) mn = fmaxf_cuda(fmaxf_cuda(fmaxf_cuda(mn, s4[1]), s4[2]), s4[3]);
@@ -194,7 +194,7 @@ template <uint32_t HDIM> void fast_factors(const DecodeJob& j, WarpScratch& sc, 
   for (uint32_t g = 0; g < G; ++g) {
     const float* f = sc.args.data() + size_t(g) * nargs;
     float l = 0.0f;
-    for (const FastStep& st : sc.steps) {
+    for (const SimdStep& st : sc.steps) {
       if (st.n == 4) {
         l = l * f[st.arg];
         for (uint32_t b = 0; b < 4; ++b) l = l + f[st.arg + 1 + b];
@@ -210,7 +210,7 @@ template <uint32_t HDIM> void fast_factors(const DecodeJob& j, WarpScratch& sc, 
 // V of position `pos` (step position b) for every head: v = ef > THRESH ? dequant : 0,
 // dequantised once into sc.v[b] if any head takes it; sc.take[b][g] says which. Diagnostics
 // mark the heads that skip.
-template <uint32_t HDIM> void fast_load_v(const DecodeJob& j, WarpScratch& sc, uint32_t b,
+template <uint32_t HDIM> void simd_load_v(const DecodeJob& j, WarpScratch& sc, uint32_t b,
                                           DecodeDiagnostics* diag, uint32_t s, uint32_t kvh,
                                           uint64_t pos, uint32_t start, const float* ef,
                                           size_t ef_stride) {
@@ -222,12 +222,12 @@ template <uint32_t HDIM> void fast_load_v(const DecodeJob& j, WarpScratch& sc, u
     any |= t;
     if (diag) diag->heads[size_t(s) * j.p->num_q_heads + kvh * G + g].skipped[pos - start] = t ? 0 : 1;
   }
-  if (any) fast_dequant<HDIM>(j, fast_slot(j, s, pos), kvh, sc.v[b]);
+  if (any) simd_dequant<HDIM>(j, simd_slot(j, s, pos), kvh, sc.v[b]);
 }
 
 // The V pass over the warp's steps for all heads (batch: o = o*eo, then o = o + ef[b]*v[b] for
 // b = 0..3; single: o = f32(f32(o*eo) + f32(en*v))), with v = 0 for a head that skips.
-template <uint32_t HDIM> void fast_accumulate(const DecodeJob& j, WarpScratch& sc,
+template <uint32_t HDIM> void simd_accumulate(const DecodeJob& j, WarpScratch& sc,
                                               DecodeDiagnostics* diag, uint32_t s, uint32_t kvh,
                                               uint64_t lo, uint32_t start) {
   constexpr int kC = HDIM / kW;
@@ -235,11 +235,11 @@ template <uint32_t HDIM> void fast_accumulate(const DecodeJob& j, WarpScratch& s
   const size_t nargs = sc.args.size() / G;
   const uint8_t* take = sc.take.data();
   const uint64_t n = sc.scores.size() / G;
-  for (const FastStep& st : sc.steps) {
+  for (const SimdStep& st : sc.steps) {
     for (uint32_t b = 0; b < st.n; ++b)
-      if (st.off + b + kPrefetchAhead < n) prefetch_v<HDIM>(j, fast_slot(j, s, lo + st.off + b + kPrefetchAhead), kvh);
+      if (st.off + b + kPrefetchAhead < n) prefetch_v<HDIM>(j, simd_slot(j, s, lo + st.off + b + kPrefetchAhead), kvh);
     for (uint32_t b = 0; b < st.n; ++b)
-      fast_load_v<HDIM>(j, sc, b, diag, s, kvh, lo + st.off + b, start,
+      simd_load_v<HDIM>(j, sc, b, diag, s, kvh, lo + st.off + b, start,
                         sc.args.data() + st.arg + 1 + b, nargs);
     for (uint32_t g = 0; g < G; ++g) {
       const float* f = sc.args.data() + g * nargs + st.arg;
@@ -263,7 +263,7 @@ template <uint32_t HDIM> void fast_accumulate(const DecodeJob& j, WarpScratch& s
   }
 }
 
-template <uint32_t HDIM> void fast_warp(const DecodeJob& j, WarpStates& states, DecodeDiagnostics* diag,
+template <uint32_t HDIM> void simd_warp(const DecodeJob& j, WarpStates& states, DecodeDiagnostics* diag,
                                         uint32_t s, uint32_t kvh, uint32_t w) {
   const DecodeParams& p = *j.p;
   const uint32_t L = uint32_t(j.lens[s]), G = j.heads_per_kv;
@@ -289,13 +289,13 @@ template <uint32_t HDIM> void fast_warp(const DecodeJob& j, WarpStates& states, 
     }
     sc.scores.resize(size_t(G) * n);
     for (uint64_t i = 0; i < n; ++i) {
-      if (i + kPrefetchAhead < n) prefetch_k<HDIM>(j, fast_slot(j, s, lo + i + kPrefetchAhead), kvh);
-      const int64_t slot = fast_slot(j, s, lo + i);
+      if (i + kPrefetchAhead < n) prefetch_k<HDIM>(j, simd_slot(j, s, lo + i + kPrefetchAhead), kvh);
+      const int64_t slot = simd_slot(j, s, lo + i);
       const PairedK<HDIM> k(j.k + j.geo.k_row_offset(slot) + uint64_t(kvh) * HDIM * 2);
-      for (uint32_t g = 0; g < G; ++g) sc.scores[g * n + i] = fast_score<HDIM>(k, q[g], p.inv_sqrt_d);
+      for (uint32_t g = 0; g < G; ++g) sc.scores[g * n + i] = simd_score<HDIM>(k, q[g], p.inv_sqrt_d);
     }
-    fast_factors<HDIM>(j, sc, G, lo, hi);
-    fast_accumulate<HDIM>(j, sc, diag, s, kvh, lo, start);
+    simd_factors<HDIM>(j, sc, G, lo, hi);
+    simd_accumulate<HDIM>(j, sc, diag, s, kvh, lo, start);
   }
   for (uint32_t g = 0; g < G; ++g) {
     const size_t i = states.index(p, s, kvh * G + g, w);
@@ -308,14 +308,14 @@ template <uint32_t HDIM> void fast_warp(const DecodeJob& j, WarpStates& states, 
 void decode_warp(const DecodeJob& j, WarpStates& st, DecodeDiagnostics* diag, uint32_t s,
                  uint32_t kvh, uint32_t w) {
   if (st.hdim == 128)
-    fast_warp<128>(j, st, diag, s, kvh, w);
+    simd_warp<128>(j, st, diag, s, kvh, w);
   else
-    fast_warp<256>(j, st, diag, s, kvh, w);
+    simd_warp<256>(j, st, diag, s, kvh, w);
 }
 
 // The merge tree (strides 4, 2, 1; absorb only if l_o > 0), inv = l_0 > 0 ? 1/l_0 : 0 and the
 // bf16 output, as Cta::merge and the end of Cta::run.
-template <uint32_t HDIM> void fast_cta(const DecodeJob& j, const WarpStates& st, uint16_t* out,
+template <uint32_t HDIM> void simd_cta(const DecodeJob& j, const WarpStates& st, uint16_t* out,
                                        DecodeHeadDiag* diag, uint32_t s, uint32_t qh) {
   constexpr int kC = HDIM / kW;
   float m[kDecodeWarps], l[kDecodeWarps];
@@ -356,7 +356,7 @@ template <uint32_t HDIM> void fast_cta(const DecodeJob& j, const WarpStates& st,
 void decode_cta(const DecodeJob& j, const WarpStates& st, uint16_t* out, DecodeHeadDiag* diag,
                 uint32_t s, uint32_t qh) {
   if (st.hdim == 128)
-    fast_cta<128>(j, st, out, diag, s, qh);
+    simd_cta<128>(j, st, out, diag, s, qh);
   else
-    fast_cta<256>(j, st, out, diag, s, qh);
+    simd_cta<256>(j, st, out, diag, s, qh);
 }

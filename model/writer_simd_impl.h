@@ -1,5 +1,5 @@
 // The writer's group quantiser on kW groups at a time (docs/performance.md, "Writer model").
-// Part of fast_isa_impl.h (included inside an ISA namespace; no includes of its own).
+// Part of simd_isa_impl.h (included inside an ISA namespace; no includes of its own).
 //
 // Lane g holds group g: every step of docs/spec.md section 4 is then the scalar step per lane, in the
 // same order (the sums over the 16 elements stay sequential), as quantize_groups computes it.

@@ -1,10 +1,10 @@
-#include "decode_fast.h"
+#include "decode_simd.h"
 
-#include "fast_kernels.h"
+#include "simd_kernels.h"
 #include "tqref/contract.h"
 #include "tqref/numeric.h"
 
-namespace tqref::fast {
+namespace tqref::simd {
 
 namespace {
 
@@ -36,7 +36,7 @@ void paged_decode(Format format, std::span<const uint16_t> q, std::span<const ui
                   std::span<const uint8_t> v_cache, std::span<uint16_t> output,
                   std::span<const int32_t> block_tables, std::span<const int32_t> seq_lens,
                   const DecodeParams& p, const Ex2Profile& ex2, DecodeDiagnostics* diag) {
-  const FastKernels& fk = kernels();
+  const SimdKernels& fk = kernels();
   const DecodeJob j = make_job(format, q, k_cache, v_cache, block_tables, seq_lens, p, ex2);
   const uint64_t ctas = uint64_t(p.num_seqs) * p.num_q_heads;
   WarpStates st;
@@ -69,4 +69,4 @@ void paged_decode(Format format, std::span<const uint16_t> q, std::span<const ui
   }
 }
 
-}  // namespace tqref::fast
+}  // namespace tqref::simd

@@ -1,11 +1,11 @@
-// The SIMD fast paths of the model (docs/decode-model.md and docs/performance.md), one table of
-// entry points per instruction set. Each fast_<isa>.cpp compiles the same sources
-// (fast_isa_impl.h) for its vector width under `#pragma GCC target`, inside its own namespace,
-// with every shared header included before that region (fast_isa_includes.h), so no inline
+// The SIMD paths of the model (docs/decode-model.md and docs/performance.md), one table of
+// entry points per instruction set. Each simd_<isa>.cpp compiles the same sources
+// (simd_isa_impl.h) for its vector width under `#pragma GCC target`, inside its own namespace,
+// with every shared header included before that region (simd_isa_includes.h), so no inline
 // function or template of one instruction set can stand in for another's at link time.
-// fast_dispatch.cpp picks the best table the CPU supports (__builtin_cpu_supports, x86-64 only;
+// simd_dispatch.cpp picks the best table the CPU supports (__builtin_cpu_supports, x86-64 only;
 // elsewhere the portable table is the only one). Every entry equals the scalar model bit for bit
-// (tests/test_fast_paths.cpp).
+// (tests/test_simd_paths.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,9 +17,9 @@
 #include "tqref/format.h"
 #include "tqref/writer.h"
 
-namespace tqref::fast {
+namespace tqref::simd {
 
-// Everything the fast decode reads, prepared once per launch and shared read-only by all work
+// Everything the SIMD decode reads, prepared once per launch and shared read-only by all work
 // items. A work item is one warp's range of one sequence for all q heads of one kv head.
 struct DecodeJob {
   const uint16_t* q;          // [num_seqs][q_stride] bf16
@@ -46,7 +46,7 @@ struct WarpStates {
   }
 };
 
-struct FastKernels {
+struct SimdKernels {
   const char* isa;  // "avx512", "avx2", "portable"
   // y[i] = EX2(x[i]) / EXPF(x[i]) of Ex2Profile for x <= 0 or NaN; F[first .. first + n).
   void (*ex2)(const Ex2EvalData& d, const float* x, float* y, size_t n);
@@ -65,8 +65,8 @@ struct FastKernels {
 };
 
 // The tables built into this binary, best first; the last is the portable one.
-std::span<const FastKernels* const> built_kernels();
-// The table in use: the best one the CPU supports, unless set_fast_isa chose another.
-const FastKernels& kernels();
+std::span<const SimdKernels* const> built_kernels();
+// The table in use: the best one the CPU supports, unless set_simd_isa chose another.
+const SimdKernels& kernels();
 
-}  // namespace tqref::fast
+}  // namespace tqref::simd
