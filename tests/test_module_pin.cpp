@@ -71,3 +71,19 @@ BOOST_AUTO_TEST_CASE(different_causes_pin_nothing) {
   BOOST_TEST(p.reproduce_all.empty());
   BOOST_TEST(p.verdict.find("not pinned") == 0u, p.verdict);
 }
+
+// Catches a pin claimed while a mutant hypothesis outside the variant model reproduces the same
+// failing cases (mutant 14 on the H200, 2026-12-05: ftz and expf-no-split change the same bits on
+// every case, and only ftz can be run on the passing cases).
+BOOST_AUTO_TEST_CASE(a_rival_outside_the_variant_model_keeps_the_pin_open) {
+  const Variant ftz = parse_variant("ftz");
+  const ModuleResult m = module_over_smoke(
+      [&](const golden::GoldenCase& c, const Ex2Profile* ex2) { return golden::variant_observed(c, ftz, ex2); },
+      "tie:expf-no-split|variant:ftz");
+  const ModulePin p = pin_module(m);
+  BOOST_TEST(p.failing > 0u);
+  BOOST_TEST(p.consistent.size() == 1u);
+  BOOST_TEST(p.unchecked.size() == 1u);
+  BOOST_TEST(p.verdict.find("not pinned: variant:ftz reproduces all") == 0u, p.verdict);
+  BOOST_TEST(p.verdict.find("expf-no-split (outside the variant model") != std::string::npos, p.verdict);
+}

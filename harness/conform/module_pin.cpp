@@ -77,7 +77,10 @@ ModulePin pin_module(const ModuleResult& m) {
   for (const std::string& id : p.reproduce_all) {
     // writer-fma is the writer's FMA variants (equal on the writer: a fused nsq changes no byte)
     const std::string variant = id == "writer-fma" ? "fma:rsq" : id.rfind("variant:", 0) == 0 ? id.substr(8) : "";
-    if (variant.empty()) continue;
+    if (variant.empty()) {  // a mutant hypothesis: no variant model runs it on the passing cases
+      p.unchecked.push_back(id);
+      continue;
+    }
     const std::string changed = passing_case_changed(m, parse_variant(variant));
     if (changed.empty()) p.consistent.push_back(id);
     else p.refuted.push_back(id + " (changes passing case " + changed + ")");
@@ -86,15 +89,21 @@ ModulePin pin_module(const ModuleResult& m) {
   if (p.reproduce_all.empty())
     p.verdict = "not pinned: no hypothesis reproduces all " + n +
                 (unexplained ? " (some have none)" : "");
-  else if (p.consistent.size() == 1)
+  else if (p.consistent.size() == 1 && p.unchecked.empty())
     p.verdict = "pinned across the module: " + p.consistent[0] + " reproduces all " + n +
                 " and changes none of its passing cases";
   else if (p.consistent.size() > 1)
     p.verdict = "not pinned: " + join(p.consistent) + " each reproduce all " + n +
                 " and change no passing case (a tie; `tqref tell-apart`, which the failing cases' "
                 "verdicts spell out, makes cases that settle it)";
+  else if (p.consistent.size() == 1)
+    p.verdict = "not pinned: " + p.consistent[0] + " reproduces all " + n +
+                " and changes none of its passing cases, and so do, on the failing cases, " +
+                join(p.unchecked) + " (outside the variant model: not run on the passing cases)";
   else
     p.verdict = "not pinned by a variant: " + join(p.reproduce_all) + " reproduce all " + n;
+  if (!p.unchecked.empty() && p.consistent.size() > 1)
+    p.verdict += "; also reproducing them: " + join(p.unchecked) + " (outside the variant model)";
   if (!p.refuted.empty()) p.verdict += "; refuted by passing cases: " + join(p.refuted);
   return p;
 }

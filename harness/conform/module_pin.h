@@ -17,6 +17,8 @@ struct ModulePin {
   std::vector<std::string> reproduce_all;    // hypotheses reproducing every failing case
   std::vector<std::string> consistent;       // variants among them that change no passing case
   std::vector<std::string> refuted;          // "<variant> (changes passing case <suite>/<case>)"
+  std::vector<std::string> unchecked;        // reproducing hypotheses that are no variant (a mutant's
+                                             // model): the passing cases cannot refute them
   std::string verdict;                       // one line for the reports ("" = no failing case)
 };
 
