@@ -18,9 +18,7 @@
 #include "io/text_escape.h"
 #include "tqref/build_info.h"
 #include "tqref/ex2_fit.h"
-#if TQREF_HAVE_GPU
 #include "gpu/calibrate_ex2.h"
-#endif
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -93,9 +91,11 @@ int run_from_profile(const Options& o) {
                                 o.out.empty() ? default_ex2_profile_path(in.arch()) : o.out);
 }
 
-int run_on_gpu([[maybe_unused]] const Options& o) {
-#if TQREF_HAVE_GPU
-  if (!require_gpu("tqref calibrate ex2", " Nothing measured.")) return kExitNoDevice;
+// require_gpu also refuses a build without CUDA (gpu/availability.h says so): one hint for both.
+int run_on_gpu(const Options& o) {
+  if (!require_gpu("tqref calibrate ex2", " Nothing measured; a raw table measured elsewhere converts "
+                   "with --from-raw."))
+    return kExitNoDevice;
   gpu::CalibrateEx2Options c;
   c.device = o.device;
   c.arch = o.arch;
@@ -105,10 +105,6 @@ int run_on_gpu([[maybe_unused]] const Options& o) {
   c.raw_out = o.raw_out;
   c.command_line = o.command_line;
   return gpu::calibrate_ex2(c);
-#else
-  require_gpu("tqref calibrate ex2", " Rebuild with nvcc, or convert a raw table with --from-raw.");
-  return kExitNoDevice;
-#endif
 }
 
 int cmd_calibrate(const std::vector<std::string>& args) {

@@ -3,39 +3,30 @@
 // (docs/conform-guide.md). Finds the six kernels in the given modules, establishes each decoder
 // module's HDIM, uses (or with --calibrate measures) this GPU's EX2 profile, runs the golden
 // suites at level W / D (or T without a profile) and I (invariance), and writes conform.md,
-// conform.json, conform.junit.xml and reproducers into --out. Exit codes: conform/result.h
-// (exit_code) and docs/cli.md.
+// conform.json, conform.junit.xml and reproducers into --out. This file is the command line and
+// the pre-check without the GPU; the run on the device is gpu/conform_session.h. Exit codes:
+// conform/result.h (exit_code) and docs/cli.md.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
-#include <iostream>
-#include <optional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
 #include "command.h"
-#include "judge/coverage.h"
 #include "options.h"
 #include "conform/module_file.h"
 #include "conform/options.h"
-#include "conform/report.h"
 #include "conform/result.h"
 #include "conform/suite_files.h"
-#include "cases/generate.h"
-#include "io/atomic_output.h"
-#include "io/ex2_profile_io.h"
+#include "gpu/conform_session.h"
+#include "io/utc_time.h"
 #include "judge/dispatch.h"
 #include "tqref/build_info.h"
-#if TQREF_HAVE_GPU
-#include "gpu/calibrate_ex2.h"
-#include "gpu/conform_run.h"
-#include "gpu/gpu_backend.h"
-#endif
 
 namespace po = boost::program_options;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -56,15 +47,6 @@ struct Args {
   std::string dispatch = "published", out_of_contract = "T";
 };
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char s[32];
-  std::strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return s;
-}
-
 void print_precheck(const std::vector<ModuleResult>& mods) {
   std::printf("modules (pre-check, without the GPU):\n");
   for (const auto& m : mods) {
@@ -76,74 +58,6 @@ void print_precheck(const std::vector<ModuleResult>& mods) {
                 m.inspection.complete ? "" : " (not every image could be read)");
     if (!m.inspection.problem.empty()) std::printf("    %s\n", m.inspection.problem.c_str());
   }
-}
-
-#if TQREF_HAVE_GPU
-// --calibrate: measure this GPU's EX2 unit (gpu/calibrate_ex2.h). A new profile goes where later
-// runs find it; an existing one is never replaced: the measurement goes to --out and is compared
-// with it, and a differing measurement is what this run judges with (prefer_ex2_profile).
-// Returns a note for the report, or sets *rc when calibration could not run at all.
-std::string calibrate(const Args& a, const std::string& arch, int* rc) {
-  std::string existing;
-  try {
-    existing = find_ex2_profile(arch);
-  } catch (const Ex2ProfileError&) {
-  }
-  gpu::CalibrateEx2Options c;
-  c.device = a.device;
-  c.command_line = "tqref conform --calibrate --device " + std::to_string(a.device);
-  c.out = existing.empty() ? default_ex2_profile_path(arch) : a.out + "/ex2-measured-" + arch + ".h5";
-  c.force = !existing.empty();
-  std::printf("  calibrating EX2 into %s\n", c.out.c_str());
-  std::fflush(stdout);
-  const int r = gpu::calibrate_ex2(c);
-  if (r == kExitNoDevice || r == kExitGpuFault || r == kExitInternal) *rc = r;
-  if (existing.empty())
-    return r == kExitOk ? "measured now by --calibrate and stored as " + c.out
-                        : "--calibrate failed (exit " + std::to_string(r) + "); see the log";
-  if (r != kExitOk)
-    return "--calibrate failed (exit " + std::to_string(r) + "); the stored profile " + existing + " is used";
-  const Ex2Profile now = load_ex2_profile(c.out), stored = load_ex2_profile(existing);
-  if (now.id() == stored.id()) return "--calibrate measured this GPU again: identical to " + existing;
-  prefer_ex2_profile(arch, c.out);
-  return "--calibrate measured " + now.id() + ", which DIFFERS from the stored " + stored.id() + " (" +
-         existing + "); this run uses the measurement (" + c.out + "); the stored file was not "
-         "replaced: compare the two, then replace it with `tqref calibrate ex2 --force --out " +
-         existing + "` if this GPU is the reference";
-}
-// A generated suite (standard, models, pools, flags) with no file yet is made in --out/golden:
-// with this GPU's EX2 profile, else `tqref generate`'s default one (decoders are then judged at
-// level T). False after the message when one cannot be made.
-bool generate_missing_suites(std::vector<SuiteFile>& suites, const std::string& out, const Ex2Profile* dev_ex2) {
-  for (auto& s : suites) {
-    if (!s.path.empty()) continue;
-    s.path = out + "/golden/" + s.name + ".h5";
-    std::printf("suite %s: no golden file in the data directories; generating it (tqref generate "
-                "--suite %s --out %s)\n", s.name.c_str(), s.name.c_str(), s.path.c_str());
-    std::fflush(stdout);
-    if (fs::exists(s.path)) continue;
-    try {
-      const Ex2Profile gen_ex2 = dev_ex2 ? *dev_ex2 : load_ex2_profile_for_arch("sm_90");
-      golden::generate_suite_file(s.name, s.path, &gen_ex2);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "tqref conform: generating the %s suite failed: %s\n", s.name.c_str(), e.what());
-      return false;
-    }
-  }
-  return true;
-}
-#endif
-
-// What the suites could have seen (judge/coverage.h): the flags suite first, since its searched
-// cases observe most entries and `first` then skips them in the larger suites.
-conform::RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
-  std::vector<const SuiteFile*> order;
-  for (const SuiteFile& s : suites)
-    if (s.name == "flags") order.insert(order.begin(), &s);
-    else order.push_back(&s);
-  golden::Coverage cov = golden::empty_coverage();
-  for (const SuiteFile* s : order) golden::add_coverage(cov, s->path, true);
-  return {cov.observable(), cov.total(), cov.blind()};
 }
 
 // Every --suites item as a golden file; false after the message when one that is not generated
@@ -164,42 +78,11 @@ bool find_suites(const std::vector<std::string>& items, std::vector<SuiteFile>& 
   return true;
 }
 
-#if TQREF_HAVE_GPU
-// This GPU's EX2 profile, recorded in res; none: the decoders are judged at level T.
-std::optional<Ex2Profile> device_ex2_profile(ConformResult& res) {
-  try {
-    res.ex2_profile_path = find_ex2_profile(res.arch);
-    Ex2Profile p = load_ex2_profile_for_arch(res.arch);
-    res.ex2_profile_id = p.id();
-    return p;
-  } catch (const Ex2ProfileError& e) {
-    res.ex2_profile_path.clear();
-    if (res.ex2_note.empty()) res.ex2_note = e.what();
-    std::printf("EX2: no profile for %s: decoders are judged at level T (tolerance), not bit for bit; "
-                "`tqref conform --calibrate` measures one\n", res.arch.c_str());
-    return std::nullopt;
-  }
-}
-
-// conform.md, conform.json and conform.junit.xml into --out, each whole or not at all.
-bool write_reports(const Args& a, const ConformResult& res) {
-  try {
-    common::write_file_atomic(a.out + "/conform.md", report_markdown(res, a.show));
-    common::write_file_atomic(a.out + "/conform.json", report_json(res));
-    common::write_file_atomic(a.out + "/conform.junit.xml", report_junit(res));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tqref conform: cannot write the reports into %s: %s\n", a.out.c_str(), e.what());
-    return false;
-  }
-  return true;
-}
-#endif
-
 int run(const Args& a, const std::string& command_line) {
   const auto t0 = std::chrono::steady_clock::now();
   ConformResult res;
   res.command_line = command_line;
-  res.started_utc = utc_now();
+  res.started_utc = utc_timestamp();
   res.tqref_version = kVersion;
   res.git_commit = kGitCommit;
   res.threshold = a.threshold;
@@ -234,64 +117,21 @@ int run(const Args& a, const std::string& command_line) {
   if (!require_gpu("tqref conform", " The pre-check above is all that can be done without one; run "
                    "this command on the GPU the kernels are for."))
     return kExitNoDevice;
-#if TQREF_HAVE_GPU
-  const gpu::Driver* drv = gpu::Driver::get();
-  if (a.device < 0 || a.device >= drv->device_count()) {
-    std::fprintf(stderr, "tqref conform: --device %d; allowed: 0 to %d\n", a.device, drv->device_count() - 1);
-    return kExitUsage;
-  }
-  std::error_code ec;
-  fs::create_directories(a.out, ec);
-  if (ec || !fs::is_directory(a.out)) {
-    std::fprintf(stderr, "tqref conform: --out %s: cannot create the report directory (%s)\n",
-                 a.out.c_str(), ec ? ec.message().c_str() : "not a directory");
-    return kExitBadInput;
-  }
-  int rc = 0;
-  {
-    gpu::Context ctx(a.device);
-    res.device = gpu::describe_device(ctx.device());
-    res.arch = ctx.device().arch();
-  }
-  std::printf("GPU %d: %s\n", a.device, res.device.c_str());
-  if (a.calibrate) {
-    res.ex2_note = calibrate(a, res.arch, &rc);
-    std::printf("EX2: %s\n", res.ex2_note.c_str());
-    if (rc) return rc;
-  }
-  const std::optional<Ex2Profile> dev_ex2 = device_ex2_profile(res);
-  if (!generate_missing_suites(suites, a.out, dev_ex2 ? &*dev_ex2 : nullptr)) return kExitInternal;
-  for (const auto& s : suites) res.suites.emplace_back(s.name, s.path);
-  GpuRunOptions o;
-  o.device = a.device;
-  o.threshold = a.threshold;
-  o.hdims = hdims;
-  o.suites = suites;
-  o.out_dir = a.out;
-  o.show = a.show;
-  o.topt = a.topt;
-  o.invariance = !a.no_invariance;
-  o.dispatch = res.dispatch;
-  o.out_of_contract = res.out_of_contract;
-  o.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
-  for (auto& m : res.modules) {
-    try {
-      run_module(m, o);
-    } catch (const gpu::Error& e) {
-      m.error = e.what();
-      if (e.fault) m.fault = "(module setup)";
-    }
-  }
-  if (!a.no_coverage) res.coverage = suites_coverage(suites);
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!write_reports(a, res)) return kExitInternal;
-  std::printf("\n%s\nreports: %s/conform.md, conform.json, conform.junit.xml\n", verdict_line(res).c_str(),
-              a.out.c_str());
-  return exit_code(res);
-#else
-  (void)t0;
-  return kExitNoDevice;  // not reached: require_gpu() refuses every build without CUDA
-#endif
+  SessionOptions o;
+  o.run.device = a.device;
+  o.run.threshold = a.threshold;
+  o.run.hdims = hdims;
+  o.run.suites = suites;
+  o.run.out_dir = a.out;
+  o.run.show = a.show;
+  o.run.topt = a.topt;
+  o.run.invariance = !a.no_invariance;
+  o.run.dispatch = res.dispatch;
+  o.run.out_of_contract = res.out_of_contract;
+  o.calibrate = a.calibrate;
+  o.coverage = !a.no_coverage;
+  o.started = t0;
+  return run_conform_session(res, o);
 }
 
 int cmd_conform(const std::vector<std::string>& args) {

@@ -10,11 +10,8 @@
 #include "io/hdf5_util.h"
 #include "io/input_file.h"
 #include "io/memory_budget.h"
+#include "io/exit_code.h"
 #include "tqref/contract.h"
-#if TQREF_HAVE_GPU
-#include "gpu/driver.h"
-#include "gpu/gpu_backend.h"
-#endif
 
 namespace tqref::cli {
 
@@ -60,12 +57,8 @@ static int exit_code_of_current_exception(const char* command) {
     return fail(e, kExitBadInput);
   } catch (const ContractError& e) {  // parameters the contract refuses
     return fail(e, kExitBadInput);
-#if TQREF_HAVE_GPU
-  } catch (const gpu::ModuleError& e) {  // a kernel module that cannot be loaded or lacks a kernel
-    return fail(e, kExitBadInput);
-  } catch (const gpu::Error& e) {  // the driver: a trapped or hung kernel, or no usable device
-    return fail(e, e.fault ? kExitGpuFault : kExitNoDevice);
-#endif
+  } catch (const ExitCodeError& e) {  // names its code: gpu::Error (4 no usable device, 6 a trapped or
+    return fail(e, e.exit_code);       // hung kernel), gpu::ModuleError (3 a module that cannot load)
   } catch (const std::exception& e) {  // anything else is a bug: the message says where
     return fail(e, kExitInternal, "internal error: ");
   }

@@ -5,11 +5,9 @@
 #include <stdexcept>
 
 #include "command.h"
+#include "gpu/availability.h"
 #include "tqref/format.h"
 #include "tqref/model_path.h"
-#if TQREF_HAVE_GPU
-#include "gpu/driver.h"
-#endif
 
 namespace po = boost::program_options;
 
@@ -79,21 +77,8 @@ std::optional<int> parse_options(const std::string& command, const std::vector<s
   return std::nullopt;
 }
 
-std::string gpu_unavailable() {
-#if TQREF_HAVE_GPU
-  std::string why;
-  const gpu::Driver* d = gpu::Driver::get(&why);
-  if (!d) return why + "; 0 devices";
-  if (d->device_count() == 0)
-    return "CUDA driver " + d->api_version_string() + " loaded, but it reports 0 devices";
-  return "";
-#else
-  return "this tqref was built without CUDA (no nvcc at configure time)";
-#endif
-}
-
 bool require_gpu(const std::string& command, const std::string& hint) {
-  const std::string why = gpu_unavailable();
+  const std::string why = gpu::unavailable_reason();
   if (why.empty()) return true;
   std::fprintf(stderr, "%s: no usable GPU: %s.%s\n", command.c_str(), why.c_str(), hint.c_str());
   return false;

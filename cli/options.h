@@ -33,16 +33,14 @@ bool apply_model_variant(const std::string& command, const std::string& name);
 // allows and returns false (the caller exits with kExitUsage).
 bool apply_model_option(const std::string& command, const std::string& value);
 
-// "" when a CUDA driver with at least one device can be used; else why not (tqref built without
-// CUDA, no driver, or a driver that reports 0 devices). Asked before any file is read.
-std::string gpu_unavailable();
-
 // The help text of a --threshold option: `what`, then the default, kSparseVThreshold
 // (tqref/format.h), as the kernels' source writes it.
 std::string threshold_help(const std::string& what);
 
 // true when a GPU can be used; else false after "<command>: no usable GPU: <why>.<hint>" on
-// stderr, and the caller returns kExitNoDevice.
+// stderr (why: gpu::unavailable_reason(), gpu/availability.h; tqref built without CUDA, no
+// driver, or a driver that reports 0 devices), and the caller returns kExitNoDevice. Asked before
+// any file is read.
 bool require_gpu(const std::string& command, const std::string& hint = "");
 
 }  // namespace tqref::cli

@@ -51,7 +51,7 @@ TARGETS = {
     "tqref_cases": "harness/cases", "tqref_judge": "harness/judge",
     "tqref_anatomy": "harness/anatomy", "tqref_testing": "harness/testing",
     "tqref_conform": "harness/conform", "tqref_gpu": "harness/gpu",
-    "tqref_gpu_backend_registration": "harness/gpu",
+    "tqref_gpu_backend_registration": "harness/gpu", "tqref_gpu_none": "harness/gpu",
     "tqref_kernels_fatbin": "kernels", "tqref_study": "analysis/study",
     "tqref_gpu_bench": "bench/gpu", "tqref_c": "python/capi",
 }

@@ -2,13 +2,13 @@
 
 #include <cinttypes>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 
 #include "gpu/driver.h"
 #include "gpu/ex2_calibration.h"
 #include "io/atomic_output.h"
 #include "io/exit_code.h"
+#include "io/utc_time.h"
 #include "tqref/build_info.h"
 
 namespace fs = std::filesystem;
@@ -16,15 +16,6 @@ namespace fs = std::filesystem;
 namespace tqref::gpu {
 
 namespace {
-
-std::string today_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char s[16];
-  std::strftime(s, sizeof s, "%Y-%m-%d", &tm);
-  return s;
-}
 
 void print_classes(const Ex2Measurement& m) {
   std::printf("%-22s %12s %10s\n", "input class", "inputs", "mismatches");
@@ -128,7 +119,7 @@ int calibrate_ex2(const CalibrateEx2Options& o) {
     return kExitMismatch;
   }
   Ex2Provenance prov{dev.name, driver.empty() ? "unknown" : driver, d->api_version_string(),
-                     today_utc(),
+                     utc_date(),
                      std::string("tqref calibrate ex2 ") + kVersion + " (commit " + kGitCommit +
                          "), probe tqref_ex2_probe (kernels/testing/probes/ex2_probe.cu)",
                      o.command_line, ""};

@@ -12,13 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "io/exit_code.h"
+
 namespace tqref::gpu {
 
-struct Error : std::runtime_error {
+// Ends a command with kExitGpuFault when `fault`, else kExitNoDevice (io/exit_code.h: the CLI
+// catches the base, so it needs no CUDA build to name this type).
+struct Error : ExitCodeError {
   Error(const std::string& what, int code, bool fault)
-      : std::runtime_error(what), code(code), fault(fault) {}
+      : Error(fault ? kExitGpuFault : kExitNoDevice, what, code, fault) {}
   int code;    // CUresult; -1 for errors raised by this layer
   bool fault;  // a kernel trapped, hit an illegal address or timed out: the context is unusable
+
+ protected:
+  Error(ExitCode exit, const std::string& what, int code, bool fault)
+      : ExitCodeError(exit, what), code(code), fault(fault) {}
 };
 
 struct DeviceInfo {

@@ -31,9 +31,9 @@
 
 namespace tqref::gpu {
 
-// The external module cannot be loaded or does not fit (`tqref check` exits kExitBadInput).
+// The external module cannot be loaded or does not fit: the command exits kExitBadInput.
 struct ModuleError : Error {
-  using Error::Error;
+  ModuleError(const std::string& what, int code, bool fault) : Error(kExitBadInput, what, code, fault) {}
 };
 
 struct GpuOptions {
