@@ -187,3 +187,27 @@ BOOST_AUTO_TEST_CASE(l_tie_cases_see_every_l_product) {
         BOOST_TEST(seen.size() == want.size(), t.name << " HDIM " << hdim << " block " << block);
       }
 }
+
+// Catches a flags suite in which flush-to-zero and the unsplit EXPF (mutant 14) write the same bits
+// everywhere, so that neither the anatomy nor conform's module pin can tell them apart (the H200,
+// 2026-12-05): in every format and HDIM the subnormal_rescale case changes under ftz and not
+// under expf-no-split.
+BOOST_AUTO_TEST_CASE(subnormal_rescale_cases_tell_ftz_from_the_unsplit_expf) {
+  for (const FormatTraits& t : kFormats)
+    for (uint32_t hdim : {128u, 256u}) {
+      golden::CaseSpec c;
+      c.kind = golden::CaseKind::decode;
+      c.format = t.format;
+      c.head_dim = hdim;
+      c.num_kv_heads = 2;
+      c.q_per_kv = 2;
+      c.block_size = 16;
+      c.seq_lens = {40, 41, 42, 64};
+      c.dist = golden::Dist::subnormal_rescale;
+      const auto cases = golden::build_cases(c, 0, 1, &sm90_profile());
+      const auto& d = cases.back();
+      BOOST_TEST(golden::variant_observed(d, parse_variant("ftz"), &sm90_profile()), t.name << " HDIM " << hdim);
+      BOOST_TEST(!golden::variant_observed(d, parse_variant("expf-no-split"), &sm90_profile()),
+                 t.name << " HDIM " << hdim);
+    }
+}

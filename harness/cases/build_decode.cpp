@@ -161,7 +161,8 @@ std::vector<uint16_t> make_queries(const CaseSpec& spec, const DecodeParams& p, 
     uint16_t* row = q.data() + uint64_t(s) * p.q_stride;
     if (one_hot3(spec.dist)) {  // score = k[0] + k[1] + k[2] of the kv head, exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) < 3 ? 0x3F80 : 0;
-    } else if (spec.dist == Dist::tiny_rescale) {  // score = f32(k[0] * inv_sqrt_d), exactly
+    } else if (spec.dist == Dist::tiny_rescale || spec.dist == Dist::subnormal_rescale) {
+      // score = f32(k[0] * inv_sqrt_d), exactly
       for (uint32_t e = 0; e < QH * D; ++e) row[e] = (e % D) == 0 ? 0x3F80 : 0;
     } else {
       fill_k_row(rng, spec.dist, s, {row, QH * D});
@@ -263,13 +264,17 @@ void fill_token_rows(const CaseSpec& spec, const DecodeParams& p, const Pool& po
     craft_v_row(spec.dist, t, rng, vr);
     if (spec.dist == Dist::threshold) {
       threshold_row(spec, p, o, probes, rng, kr, vr);
-    } else if (spec.dist == Dist::tiny_rescale) {
+    } else if (spec.dist == Dist::tiny_rescale || spec.dist == Dist::subnormal_rescale) {
+      const bool tiny = spec.dist == Dist::tiny_rescale;
       const uint32_t L = uint32_t(spec.seq_lens[o.seq]);
       const bool high = tiny_rescale_high(uint32_t(o.seq), L, spec.sliding_window, o.pos);
-      const uint16_t k0 = high ? 0 : tiny_rescale_low_k0(uint32_t(o.seq), D, p.inv_sqrt_d);
+      const uint16_t k0 = high ? 0
+                          : tiny ? tiny_rescale_low_k0(uint32_t(o.seq), D, p.inv_sqrt_d)
+                                 : subnormal_rescale_low_k0(uint32_t(o.seq), D, p.inv_sqrt_d);
       fill_k_row(rng, Dist::gaussian, o.pos, kr);
       for (uint32_t h = 0; h < H; ++h) kr[h * D] = k0;
-      for (auto& v : vr) v = high ? 0 : to_bf16(bf16_to_f32(v) * 1000.0);
+      const double scale = tiny ? 1000.0 : double(kSubnormalRescaleV);
+      for (auto& v : vr) v = high ? 0 : to_bf16(bf16_to_f32(v) * scale);
     } else if (spec.dist == Dist::ties) {
       // rows repeat with period 3 within a sequence: equal scores tie the running max
       const uint64_t base = uint64_t(o.seq) * 3 + o.pos % 3;
@@ -400,6 +405,11 @@ std::string decode_exercises(const CaseSpec& spec, const GoldenCase& dc, size_t 
     ex += "; " + std::to_string(changed) + " output elements change under " +
           (thr ? "V used when factor >= THRESH (mutant 5)" : "EXPF without the split below y = -126 (mutant 14)");
   }
+  if (spec.dist == Dist::subnormal_rescale)  // what tells ftz from mutant 14 (its whole point)
+    ex += "; " + std::to_string(count_differing(decode_output_variant(dc, ex2, "ftz"), dc.d.out_expected)) +
+          " output elements change under ftz, " +
+          std::to_string(count_differing(decode_output_expf_no_split(dc, ex2), dc.d.out_expected)) +
+          " under EXPF without the split (mutant 14)";
   const DecodeParams& p = dc.d.p;
   if (!decode_in_contract(p.head_dim, p.hdim))
     ex += "; head_dim " + std::to_string(p.head_dim) + " launched on the HDIM=" + std::to_string(p.hdim) +

@@ -14,7 +14,7 @@ constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",   
                                                "fma_sensitive",  "rounding_sensitive",
                                                "step_sensitive", "cancelling",
                                                "overflow_pair",  "rising_scores",
-                                               "l_tie"};
+                                               "l_tie",          "subnormal_rescale"};
 constexpr const char* kLayoutNames[3] = {"sequential", "shuffled", "shared"};
 }  // namespace
 

@@ -52,8 +52,12 @@ enum class Dist {
                      // update an fp32 tie and whose V puts o * (1/l) across a bf16 midpoint, so
                      // one rounding of that product decides output bits (cases/l_tie.h;
                      // inv_sqrt_d = 1, one-hot q)
+  subnormal_rescale,  // decode: tiny_rescale's roles with scores ~83-85 apart (rescale factors in
+                      // [2^-122, 2^-119], above EXPF's split) and V x 2^-8 at the lower
+                      // positions, so the rescaled o is subnormal: flush-to-zero (ftz) changes
+                      // the output, EXPF without the split (mutant 14) does not
 };
-inline constexpr int kNumDists = 16;
+inline constexpr int kNumDists = 17;
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist* d);
 

@@ -51,11 +51,15 @@ std::vector<uint16_t> decode_output_thresh_ge(const GoldenCase& c, const Ex2Prof
   return run_decode(c, p, ex2);
 }
 
-std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2) {
+std::vector<uint16_t> decode_output_variant(const GoldenCase& c, const Ex2Profile& ex2, const std::string& variant) {
   std::vector<uint16_t> out(c.d.out_init);
   paged_decode_model(c.format, c.d.q, c.d.k_init, c.d.v_init, out, c.d.block_tables, c.d.seq_lens,
-                     c.d.p, ex2, parse_variant("expf-no-split"));
+                     c.d.p, ex2, parse_variant(variant));
   return out;
+}
+
+std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2) {
+  return decode_output_variant(c, ex2, "expf-no-split");
 }
 
 uint64_t writer_fma_contract_scales(const GoldenCase& c, std::span<uint8_t> v_cache) {

@@ -15,6 +15,8 @@ namespace tqref::golden {
 // `factor > T'` with T' the next binary32 below THRESH. Returns the decode case's output buffer.
 std::vector<uint16_t> decode_output_thresh_ge(const GoldenCase& c, const Ex2Profile& ex2);
 
+// The case's decode output under a named variant of the model (tqref/variant.h).
+std::vector<uint16_t> decode_output_variant(const GoldenCase& c, const Ex2Profile& ex2, const std::string& variant);
 // Mutant 14: EXPF without the split below y = -126 (the variant expf-no-split, tqref/variant.h).
 std::vector<uint16_t> decode_output_expf_no_split(const GoldenCase& c, const Ex2Profile& ex2);
 

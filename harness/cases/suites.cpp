@@ -191,7 +191,9 @@ std::vector<CaseSpec> pools() {
 // - a writer case of the step_sensitive groups (cases/step_groups.h): every writer coverage entry;
 // - per HDIM, a Gaussian decode case searched until it observes every decoder entry that
 //   ordinary values can reach, and a tiny_rescale one searched for the entries of EXPF's split
-//   path (the halving and squaring steps, the unsplit EXPF and flush-to-zero).
+//   path (the halving and squaring steps, the unsplit EXPF and flush-to-zero), and a
+//   subnormal_rescale one, on which flush-to-zero and the unsplit EXPF differ (they write the
+//   same bits on every other case).
 // The decoder entries only EXPF's split path below y = -126 can show (tiny_rescale cases).
 bool split_path_entry(const std::string& name) {
   return name.find("d-expf-half") != std::string::npos ||
@@ -258,6 +260,7 @@ std::vector<CaseSpec> flags() {
       v.push_back(searched(c, 24, o_fusion_entry));
       CaseSpec tr = decode(t.format, D, 2, 2, 16, {40, 41, 42, 64}, 0, Dist::tiny_rescale);
       v.push_back(searched(tr, 40, split_path_entry));
+      v.push_back(decode(t.format, D, 2, 2, 16, {40, 41, 42, 64}, 0, Dist::subnormal_rescale));
     }
   }
   return v;

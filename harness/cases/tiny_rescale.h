@@ -25,4 +25,12 @@ bool tiny_rescale_high(uint32_t seq, uint32_t L, uint32_t window, uint32_t pos);
 // x gives y = f32(x * log2(e)) in [-149, -126), the range where the split matters.
 uint16_t tiny_rescale_low_k0(uint32_t seq, uint32_t head_dim, float inv_sqrt_d);
 
+// The subnormal_rescale distribution (case_spec.h) takes the same roles with other lows: K[0] of
+// sequence seq's lows gives y in [-126, -117) (delta 83 or 84.5 with seq % 2): factors above the
+// split range, where EXPF with and without the split agree, but small enough that the lows' o
+// (V x 2^-8, about 2^-8) times the factor is subnormal, the product flush-to-zero turns into 0.
+// Throws std::logic_error outside that range.
+uint16_t subnormal_rescale_low_k0(uint32_t seq, uint32_t head_dim, float inv_sqrt_d);
+inline constexpr float kSubnormalRescaleV = 0.00390625f;  // 2^-8, the lows' V scale
+
 }  // namespace tqref::golden
