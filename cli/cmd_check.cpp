@@ -32,6 +32,8 @@ namespace {
 using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
+using namespace tqref::anatomy;
+using namespace tqref::testing;
 
 // Whole or not at all: a temporary renamed into place (io/atomic_output.h). "" or why not.
 std::string write_text(const std::string& path, const std::string& text) {

@@ -25,6 +25,8 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::anatomy;
+using namespace tqref::testing;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 

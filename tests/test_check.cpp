@@ -19,6 +19,7 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::testing;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 

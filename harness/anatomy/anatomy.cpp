@@ -6,7 +6,9 @@
 #include "anatomy/hypotheses.h"
 #include "judge/ex2_for_file.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
+
+using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
 
 std::string ranges_text(const std::vector<uint32_t>& v, size_t max_ranges) {
   std::string t;
@@ -184,4 +186,4 @@ void explain_with_known_units(const GoldenCase& c, const CaseResult& r, CaseVerd
   explain_failure(c, r, v, eo);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

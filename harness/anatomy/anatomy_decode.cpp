@@ -9,7 +9,9 @@
 #include "anatomy/anatomy_parts.h"
 #include "tqref/decode.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
+
+using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
 
 namespace {
 
@@ -278,4 +280,4 @@ AnatomyFacts decode_anatomy(const GoldenCase& c, const CaseResult& r, const Expl
   return a;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

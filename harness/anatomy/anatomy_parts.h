@@ -8,7 +8,7 @@
 #include "io/report_doc.h"
 #include "anatomy/anatomy.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
 
 // What one kind's anatomy found, before the hypotheses.
 struct AnatomyFacts {
@@ -21,8 +21,8 @@ struct AnatomyFacts {
   report::Json json;     // the facts as a JSON object
 };
 
-AnatomyFacts decode_anatomy(const GoldenCase& c, const CaseResult& r, const ExplainOptions& o);
-AnatomyFacts writer_anatomy(const GoldenCase& c, const CaseResult& r);
+AnatomyFacts decode_anatomy(const golden::GoldenCase& c, const golden::CaseResult& r, const ExplainOptions& o);
+AnatomyFacts writer_anatomy(const golden::GoldenCase& c, const golden::CaseResult& r);
 
 // "0-7, 16-23, 40" for a sorted list of distinct values (at most `max_ranges` ranges, then ", ...").
 std::string ranges_text(const std::vector<uint32_t>& sorted, size_t max_ranges = 6);
@@ -33,4 +33,4 @@ std::string count_of(uint64_t n, const std::string& noun);
 // "group 3" / "groups 0-7" for a sorted list of distinct values
 std::string named_ranges(const std::string& noun, const std::vector<uint32_t>& sorted);
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

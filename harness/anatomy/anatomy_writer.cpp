@@ -8,7 +8,9 @@
 #include "anatomy/anatomy_parts.h"
 #include "judge/level_i_variants.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
+
+using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
 
 namespace {
 
@@ -180,4 +182,4 @@ AnatomyFacts writer_anatomy(const GoldenCase& c, const CaseResult& r) {
   return a;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

@@ -11,7 +11,9 @@
 #include "tqref/decode.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
+
+using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
 
 namespace {
 
@@ -454,4 +456,4 @@ HypothesisReport test_hypotheses(const GoldenCase& c, const CaseResult& r, const
   return rep;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

@@ -17,7 +17,7 @@
 
 #include "anatomy/anatomy.h"
 
-namespace tqref::golden {
+namespace tqref::anatomy {
 
 struct HypothesisResult {
   std::string id, what;
@@ -40,6 +40,6 @@ struct HypothesisReport {
 };
 
 // Decoder hypotheses need o.ex2 (else the report is empty with scope saying why).
-HypothesisReport test_hypotheses(const GoldenCase& c, const CaseResult& r, const ExplainOptions& o);
+HypothesisReport test_hypotheses(const golden::GoldenCase& c, const golden::CaseResult& r, const ExplainOptions& o);
 
-}  // namespace tqref::golden
+}  // namespace tqref::anatomy

@@ -142,7 +142,7 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
         continue;
       }
       golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt, o.out_of_contract,
-                                                          golden::explain_with_known_units);
+                                                          anatomy::explain_with_known_units);
       bool failed = !j.verdict.pass;
       if (failed)
         std::fputs(j.tolerance ? (golden::level_t_text(*j.tolerance) + golden::explanation_text(j.verdict.explanation)).c_str()

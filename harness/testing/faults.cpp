@@ -9,7 +9,9 @@
 #include "tqref/decode.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::testing {
+
+using namespace golden;  // the backend, cases and results the faults wrap (harness/judge, harness/io)
 
 namespace {
 
@@ -244,4 +246,4 @@ std::unique_ptr<Backend> make_fault_backend(std::unique_ptr<Backend> inner, Faul
   return std::make_unique<FaultBackend>(std::move(inner), f, ex2);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::testing

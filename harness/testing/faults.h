@@ -8,7 +8,7 @@
 #include "judge/backend.h"
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::testing {
 
 enum class Fault {
   none,
@@ -43,7 +43,7 @@ inline constexpr int kNumFaults = 14;
 const char* fault_name(Fault f);                  // "flip-code-bit", ...
 bool parse_fault(const std::string& s, Fault* f);
 // The category compare_case must report for the fault, "" when it does not apply to the kind.
-const char* fault_category(Fault f, CaseKind k);
+const char* fault_category(Fault f, golden::CaseKind k);
 // The kernel mutant a fault mirrors (5, 13, 14 and the invariance mutants 18-20), 0 for the
 // others.
 int fault_mutant(Fault f);
@@ -53,7 +53,7 @@ bool fault_breaks_invariance(Fault f);
 // "none, flip-code-bit, ...": the allowed values of --inject.
 std::string fault_names_list();
 
-std::unique_ptr<Backend> make_fault_backend(std::unique_ptr<Backend> inner, Fault f,
+std::unique_ptr<golden::Backend> make_fault_backend(std::unique_ptr<golden::Backend> inner, Fault f,
                                             const Ex2Profile* ex2);
 
-}  // namespace tqref::golden
+}  // namespace tqref::testing
