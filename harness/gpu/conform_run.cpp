@@ -128,14 +128,12 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
       if (!m.found.count(kernel)) continue;  // another module's kernel
       std::string why = golden::dispatch_skip_reason(o.dispatch, h);
       if (why.empty() && !pooled) why = backend.cannot_run(h);  // parameters only, unless pooled
-      if (!why.empty()) {
-        ++su.skipped[why];
-        ++su.skipped_per_kernel[kernel];
-        continue;
+      GoldenCase c;
+      if (why.empty()) {
+        // diagnostics hold the fp64 references: level T, and launches outside the contract
+        c = golden::read_case(cases, name, level_t || o.out_of_contract == golden::OutOfContractLevel::T);
+        if (pooled) why = backend.cannot_run(c);  // room on the device for its pools
       }
-      // diagnostics hold the fp64 references: level T, and launches outside the contract
-      GoldenCase c = golden::read_case(cases, name, level_t || o.out_of_contract == golden::OutOfContractLevel::T);
-      if (pooled) why = backend.cannot_run(c);  // room on the device for its pools
       if (!why.empty()) {
         ++su.skipped[why];
         ++su.skipped_per_kernel[kernel];
