@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "calibrate_approx.h"
 #include "command.h"
 #include "options.h"
 #include "io/atomic_output.h"
@@ -134,12 +135,15 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       ("driver", po::value(&o.driver), "with --from-raw: its driver version")
       ("cuda", po::value(&o.cuda), "with --from-raw: the CUDA version")
       ("date", po::value(&o.date), "with --from-raw: the measurement date (YYYY-MM-DD)");
+  if (!args.empty() && args[0] == "approx")
+    return calibrate_approx(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args.empty() || args[0] != "ex2") {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
       std::cout << desc << "\n";
       return kExitOk;
     }
-    std::fprintf(stderr, "usage: tqref calibrate ex2 [options]  (the only unit calibrated so far is ex2)\n");
+    std::fprintf(stderr, "usage: tqref calibrate ex2 [options]\n"
+                 "       tqref calibrate approx --from-raw DIR ...  (tables measured elsewhere)\n");
     return kExitUsage;
   }
   po::variables_map vm;
@@ -169,4 +173,5 @@ int cmd_calibrate(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TQREF_COMMAND("calibrate", "measure a GPU unit (ex2) and write its hardware profile", cmd_calibrate);
+TQREF_COMMAND("calibrate", "measure a GPU unit (ex2; approx from raw tables) and write its profile",
+              cmd_calibrate);

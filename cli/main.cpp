@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "command.h"
+#include "io/approx_units_io.h"
 #include "io/atomic_output.h"
 #include "io/case_io.h"
 #include "io/ex2_profile_io.h"
@@ -53,6 +54,8 @@ static int exit_code_of_current_exception(const char* command) {
     return fail(e, kExitBadInput);
   } catch (const common::OutputError& e) {  // an output that cannot be written (disk full, ...)
     return fail(e, kExitBadInput);
+  } catch (const ApproxUnitsError& e) {  // missing or bad approximate-unit tables
+    return fail(e, kExitBadInput);
   } catch (const Ex2ProfileError& e) {  // no EX2 profile for the architecture, or a bad one
     return fail(e, kExitBadInput);
   } catch (const ContractError& e) {  // parameters the contract refuses
@@ -98,6 +101,9 @@ int main(int argc, char** argv) {
   using namespace tqref::cli;
   // SIGINT/SIGTERM/SIGHUP: registered temporaries are removed, exit kExitInterrupted.
   tqref::common::install_interrupt_cleanup();
+  // The variants on the measured approximate division and square root load their tables on
+  // first use (io/approx_units_io.h).
+  tqref::install_approx_units_source();
   std::vector<std::string> all(argv + 1, argv + argc);
   if (!take_max_memory(all)) return kExitUsage;
   if (all.empty()) {

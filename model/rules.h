@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "tqref/approx.h"
 #include "tqref/ex2.h"
 #include "tqref/format.h"
 #include "tqref/numeric.h"
@@ -70,13 +71,24 @@ uint32_t step_sign_magnitude(uint32_t bits, int steps, uint32_t sign_bit);
 // One Variant applied: the policy the variant models run with (scalar path only).
 class VariantRules {
  public:
-  explicit VariantRules(const Variant& v) : v_(v) {}
+  // Variants on the approximate units take them now (loaded on first use; the entry points load
+  // them before any parallel region, so a missing file is an error there, not in a worker).
+  explicit VariantRules(const Variant& v)
+      : v_(v), approx_(needs_approx_units(v) ? &approx_units() : nullptr) {}
 
   float mul(Step s, float a, float b) const { return out(s, in(a) * in(b)); }
   float add(Step s, float a, float b) const { return out(s, in(a) + in(b)); }
   float sub(Step s, float a, float b) const { return out(s, in(a) - in(b)); }
-  float div(Step s, float a, float b) const { return out(s, in(a) / in(b)); }
-  float sqrt(Step s, float a) const { return out(s, std::sqrt(in(a))); }
+  // A build's approximate division and square root read the measured units (tqref/approx.h),
+  // which apply .ftz themselves; `1.0f / l` is rcp.approx, equal to div.full(1, l).
+  float div(Step s, float a, float b) const {
+    if (v_.division != Division::rn) return out(s, approx_->div(v_.division, a, b, v_.ftz));
+    return out(s, in(a) / in(b));
+  }
+  float sqrt(Step s, float a) const {
+    if (v_.sqrt_approx) return out(s, approx_->sqrt(a, v_.ftz));
+    return out(s, std::sqrt(in(a)));
+  }
   float abs(float a) const { return std::fabs(in(a)); }
   // A fused site rounds once, at its add step.
   float mul_add(Fusion f, Step mul_step, Step add_step, float a, float b, float c) const {
@@ -135,6 +147,7 @@ class VariantRules {
   float ex2_unit(const Ex2Profile& ex2, float y) const;
 
   const Variant& v_;
+  const ApproxUnits* approx_;
 };
 
 }  // namespace tqref::rules

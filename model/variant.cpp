@@ -93,6 +93,23 @@ std::vector<VariantInfo> make_named() {
   decoder_switch("lane-layout", &Variant::other_lane_layout,
                  "the other HDIM's lane layout for the score's partial sums (8 dims per lane at "
                  "HDIM 128, 4 at HDIM 256)");
+  // Builds without the contract's -prec-div / -prec-sqrt (mutants 25, 26 and 23).
+  Variant prec_div;
+  prec_div.name = "prec-div";
+  prec_div.division = Division::full;
+  add(prec_div, VariantKernel::both, true,
+      "-prec-div=false: the writer's quotients div.full.f32, the decoder's 1/l rcp.approx.f32");
+  Variant prec_sqrt;
+  prec_sqrt.name = "prec-sqrt";
+  prec_sqrt.sqrt_approx = true;
+  add(prec_sqrt, VariantKernel::writer, true, "-prec-sqrt=false: the writer's sqrt.approx.f32");
+  Variant fast_math;
+  fast_math.name = "fast-math";
+  fast_math.fused = nvcc_fmad_fusions();
+  fast_math.ftz = fast_math.expf_unsplit = fast_math.sqrt_approx = true;
+  fast_math.division = Division::approx;
+  add(fast_math, VariantKernel::both, true,
+      "--use_fast_math: nvcc-fmad and ftz with div.approx.ftz (1/l too) and sqrt.approx.ftz");
   return v;
 }
 
@@ -112,6 +129,13 @@ Variant merge(Variant a, const Variant& b) {
   a.butterfly_ascending |= b.butterfly_ascending;
   a.fp32_codebook |= b.fp32_codebook;
   a.other_lane_layout |= b.other_lane_layout;
+  if (b.division != Division::rn) {
+    if (a.division != Division::rn && a.division != b.division)
+      throw std::invalid_argument("variant '" + a.name + "+" + b.name +
+                                  "': two different divisions (prec-div and fast-math)");
+    a.division = b.division;
+  }
+  a.sqrt_approx |= b.sqrt_approx;
   return a;
 }
 
@@ -145,16 +169,20 @@ const char* fusion_name(Fusion f) { return kFusionNames[int(f)]; }
 
 bool Variant::is_contract() const {
   return fused == 0 && perturbed == Step::none && !ftz && !expf_unsplit && !no_batches &&
-         !merge_sequential && !butterfly_ascending && !fp32_codebook && !other_lane_layout;
+         !merge_sequential && !butterfly_ascending && !fp32_codebook && !other_lane_layout &&
+         !needs_approx_units(*this);
 }
 
+bool needs_approx_units(const Variant& v) { return v.division != Division::rn || v.sqrt_approx; }
+
 bool changes_writer(const Variant& v) {
-  return (v.fused & kWriterFusions) || v.ftz ||
+  return (v.fused & kWriterFusions) || v.ftz || needs_approx_units(v) ||
          (v.perturbed != Step::none && step_is_writer(v.perturbed));
 }
 
 bool changes_decoder(const Variant& v) {
   return (v.fused & ~kWriterFusions) || v.ftz || v.expf_unsplit || v.no_batches ||
+         v.division != Division::rn ||
          v.merge_sequential || v.butterfly_ascending || v.fp32_codebook || v.other_lane_layout ||
          (v.perturbed != Step::none && !step_is_writer(v.perturbed));
 }
@@ -163,7 +191,10 @@ namespace {
 Variant g_model_variant;  // set before models run, like the model path (tqref/model_path.h)
 }  // namespace
 
-void set_model_variant(const Variant& v) { g_model_variant = v; }
+void set_model_variant(const Variant& v) {
+  if (needs_approx_units(v)) approx_units();  // a missing or bad table fails here, not in a worker
+  g_model_variant = v;
+}
 const Variant& model_variant() { return g_model_variant; }
 
 const std::vector<VariantInfo>& named_variants() {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cases/mutant_models.h"
+#include "io/approx_units_io.h"
 #include "judge/level_i_variants.h"
 #include "tqref/variant.h"
 #include "tqref/decode.h"
@@ -39,14 +40,17 @@ uint64_t differing(const std::vector<uint8_t>& a, const uint8_t* b, uint64_t n) 
 // The named variants that change a kind's kernel, less those an older hypothesis already is
 // (expf-no-split; writer-fma, which fma:rsq, nvcc-fmad and fmad-mutant13 equal on the writer
 // since a fused nsq changes no byte), plus what one flag makes of several: --use_fast_math as
-// nvcc-fmad+ftz (its approximate division and square root have no exact model).
+// nvcc-fmad+ftz (fast-math without its approximate division and square root, kept as a rival).
+// The variants on the measured approximate units join where their tables are present.
 std::vector<Variant> hypothesis_variants(CaseKind kind) {
   std::vector<Variant> v;
+  const bool approx = approx_units_present();
+  if (approx) approx_units();  // loaded (or refused) before any parallel work
   for (const VariantInfo& i : named_variants()) {
     if (i.v.is_contract() || i.v.name == "expf-no-split") continue;
     const bool changes = kind == CaseKind::writer ? changes_writer(i.v) : changes_decoder(i.v);
-    if (!changes) continue;
-    if (kind == CaseKind::writer && i.v.fused) continue;
+    if (!changes || (needs_approx_units(i.v) && !approx)) continue;
+    if (kind == CaseKind::writer && i.v.fused && !needs_approx_units(i.v)) continue;
     v.push_back(i.v);
   }
   v.push_back(parse_variant("nvcc-fmad+ftz"));

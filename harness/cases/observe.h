@@ -17,7 +17,8 @@ namespace tqref::golden {
 // entries of excluded_entries left out).
 std::vector<Variant> coverage_entries(CaseKind kind);
 
-// Entries that provably cannot change an output or pool byte, with why (docs/variants.md).
+// Entries that provably cannot change an output or pool byte, with why (docs/variants.md), and
+// variants whose measured tables are missing here (tqref/approx.h), with that reason.
 struct ExcludedEntry {
   std::string name, why;
 };

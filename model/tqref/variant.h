@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tqref/approx.h"
 #include "tqref/format.h"
 
 namespace tqref {
@@ -93,6 +94,10 @@ struct Variant {
   bool butterfly_ascending = false;// offsets 1, 2, 4, 8, 16
   bool fp32_codebook = false;      // dequant with CB in fp32, not fp16(CB)
   bool other_lane_layout = false;  // the other HDIM's lane layout for the score's partial sums
+  // The quotients (writer's MAX / amax, sqrt(nsq) / rn, fallback; decoder's 1 / l) and the
+  // writer's square roots as a build without -prec-div / -prec-sqrt computes them (tqref/approx.h).
+  Division division = Division::rn;
+  bool sqrt_approx = false;
   bool fuses(Fusion f) const { return (fused >> static_cast<int>(f)) & 1u; }
   bool is_contract() const;
 };
@@ -115,6 +120,9 @@ const std::vector<VariantInfo>& named_variants();
 // ("nvcc-fmad+ftz": the union of their changes; at most one perturbed step). Throws
 // std::invalid_argument naming the allowed names.
 Variant parse_variant(const std::string& name);
+// Whether the variant runs on the measured approximate units (tqref/approx.h): its models need
+// approx_units().
+bool needs_approx_units(const Variant& v);
 // Whether the variant changes anything the writer / the decoder computes.
 bool changes_writer(const Variant& v);
 bool changes_decoder(const Variant& v);

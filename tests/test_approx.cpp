@@ -1,0 +1,191 @@
+// The approximate-unit model (tqref/approx.h, harness/io/approx_units_io.h; docs/approx-units.md)
+// on synthetic tables. With every delta 0 the tables hold the correctly rounded 1/x and sqrt(x)
+// on their base intervals, so wherever the structure scales exactly the model must equal IEEE
+// 1.0f / x and std::sqrt(x) bit for bit: that catches a wrong exponent, mantissa index, parity or
+// subnormal scaling without any GPU. What only the H200's own tables can show (that the structure
+// is the hardware's) is the probe's job (harness/gpu/approx_explore.cu), not this test's.
+#define BOOST_TEST_MODULE test_approx
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "io/approx_units_io.h"
+#include "io/hdf5_util.h"
+#include "tqref/approx.h"
+#include "tqref/numeric.h"
+#include "tqref/quantize.h"
+#include "tqref/variant.h"
+
+using namespace tqref;
+
+namespace {
+
+uint32_t bits(float f) { return f32_bits(f); }
+float from_bits(uint32_t b) { return f32_from_bits(b); }
+
+const ApproxUnits& zero_units() {
+  static const ApproxUnits u = ApproxUnits::from_deltas(
+      "sm_90", std::vector<int8_t>(kRcpEntries, 0), std::vector<int8_t>(kSqrtEntries, 0));
+  return u;
+}
+
+// Every 257th bit pattern plus the ends of each binade: about 16.7 million inputs, all exponents.
+template <class F>
+void for_sampled_floats(F f) {
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 257) f(uint32_t(b));
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t s : {0u, 1u})
+      for (uint32_t m : {0u, 1u, 0x7FFFFEu, 0x7FFFFFu}) f((s << 31) | (e << 23) | m);
+}
+
+}  // namespace
+
+// Catches: a wrong mantissa index or exponent in the reciprocal's scaling (normal and subnormal
+// inputs alike), a sign lost, Inf/zero swapped.
+BOOST_AUTO_TEST_CASE(zero_delta_rcp_is_the_ieee_reciprocal_wherever_the_result_is_normal) {
+  const ApproxUnits& u = zero_units();
+  uint64_t checked = 0;
+  for_sampled_floats([&](uint32_t b) {
+    const float x = from_bits(b), want = 1.0f / x;
+    if (x != x || (want != 0.0f && std::fabs(want) < 0x1p-126f)) return;  // NaN; subnormal result
+    BOOST_TEST_REQUIRE(bits(u.rcp(x, false)) == bits(want), "x = 0x" << std::hex << b);
+    ++checked;
+  });
+  BOOST_TEST(checked > 16000000u);
+}
+
+// Catches: a wrong exponent parity or halving in the square root's table index, wrong subnormal
+// scaling (2^24 in, 2^-12 out), negative inputs not NaN.
+BOOST_AUTO_TEST_CASE(zero_delta_sqrt_is_the_ieee_square_root_of_every_sampled_input) {
+  const ApproxUnits& u = zero_units();
+  for_sampled_floats([&](uint32_t b) {
+    const float x = from_bits(b);
+    const float want = (x != x || x < 0.0f) ? from_bits(0x7FFFFFFFu) : std::sqrt(x);
+    BOOST_TEST_REQUIRE(bits(u.sqrt(x, false)) == bits(want), "x = 0x" << std::hex << b);
+  });
+}
+
+// Catches: .ftz forms that read subnormals as values or keep subnormal results, and non-canonical
+// NaNs (x86 writes 0xFFC00000 for Inf * 0; the GPU 0x7FFFFFFF).
+BOOST_AUTO_TEST_CASE(specials_and_ftz) {
+  const ApproxUnits& u = zero_units();
+  const float sub = from_bits(0x00000123u), inf = std::numeric_limits<float>::infinity();
+  BOOST_TEST(bits(u.rcp(sub, true)) == bits(inf));
+  BOOST_TEST(bits(u.rcp(-sub, true)) == bits(-inf));
+  BOOST_TEST(bits(u.rcp(0x1.8p+127f, true)) == 0u);         // result subnormal: flushed
+  BOOST_TEST(bits(u.rcp(0x1.8p+127f, false)) != 0u);        // kept without .ftz
+  BOOST_TEST(bits(u.rcp(-0.0f, false)) == bits(-inf));
+  BOOST_TEST(bits(u.rcp(-inf, false)) == 0x80000000u);
+  BOOST_TEST(bits(u.sqrt(-0.0f, false)) == 0x80000000u);
+  BOOST_TEST(bits(u.sqrt(-sub, true)) == 0x80000000u);
+  BOOST_TEST(bits(u.sqrt(sub, true)) == 0u);
+  BOOST_TEST(bits(u.sqrt(inf, false)) == bits(inf));
+  BOOST_TEST(bits(u.sqrt(-1.0f, false)) == 0x7FFFFFFFu);
+  BOOST_TEST(bits(u.div(Division::full, inf, inf, false)) == 0x7FFFFFFFu);
+}
+
+// Catches: div.full / div.approx computed as one correctly rounded quotient instead of a times
+// the reciprocal (3 * rn(1/7) rounds to 0x3EDB6DB8; rn(3/7) is 0x3EDB6DB7), and rn not being
+// IEEE division.
+BOOST_AUTO_TEST_CASE(division_is_a_times_the_reciprocal_rounded_once) {
+  const ApproxUnits& u = zero_units();
+  BOOST_TEST(bits(u.div(Division::full, 3.0f, 7.0f, false)) == 0x3EDB6DB8u);
+  BOOST_TEST(bits(u.div(Division::approx, 3.0f, 7.0f, true)) == 0x3EDB6DB8u);
+  BOOST_TEST(bits(u.div(Division::rn, 3.0f, 7.0f, false)) == 0x3EDB6DB7u);
+  // .ftz: a subnormal dividend reads as zero.
+  BOOST_TEST(bits(u.div(Division::approx, from_bits(0x00400000u), 0.5f, true)) == 0u);
+  BOOST_TEST(bits(u.div(Division::full, from_bits(0x00400000u), 0.5f, false)) == 0x00800000u);
+}
+
+// Catches: a delta applied to the wrong entry or with the wrong sign, and the exponent scaling
+// applied before the table (a delta must move every binade's result by one ulp the same way).
+BOOST_AUTO_TEST_CASE(a_delta_moves_its_entry_in_every_binade) {
+  std::vector<int8_t> r(kRcpEntries, 0), s(kSqrtEntries, 0);
+  const uint32_t m = 0x2AAAAAu;  // x = 1.333...
+  r[m] = 1;
+  s[(1u << 23) | m] = -1;        // x = 2 * 1.333... in [2, 4)
+  const ApproxUnits u = ApproxUnits::from_deltas("sm_90", r, s);
+  for (int e : {-60, -3, 0, 7, 60}) {  // the square root's input 2^(2e) stays normal
+    const float x = std::ldexp(from_bits(0x3F800000u | m), e);
+    BOOST_TEST(bits(u.rcp(x, false)) == bits(1.0f / x) + 1u, "e = " << e);
+    BOOST_TEST(bits(u.rcp(x * 1.5f, false)) == bits(1.0f / (x * 1.5f)), "e = " << e);
+    const float y = std::ldexp(from_bits(0x40000000u | m), 2 * e);
+    BOOST_TEST(bits(u.sqrt(y, false)) == bits(std::sqrt(y)) - 1u, "e = " << e);
+  }
+}
+
+// Catches: tables of the wrong size or entries outside the structure accepted.
+BOOST_AUTO_TEST_CASE(malformed_tables_are_refused) {
+  BOOST_CHECK_THROW(ApproxUnits::from_deltas("sm_90", std::vector<int8_t>(10, 0),
+                                             std::vector<int8_t>(kSqrtEntries, 0)),
+                    std::invalid_argument);
+  std::vector<int8_t> r(kRcpEntries, 0);
+  r[0] = 1;  // R[0] = 1.0 moved above 1
+  BOOST_CHECK_THROW(ApproxUnits::from_deltas("sm_90", r, std::vector<int8_t>(kSqrtEntries, 0)),
+                    std::invalid_argument);
+}
+
+// Catches: a file that does not read back to its tables, a changed table byte or attribute not
+// refused, an existing file overwritten without --force.
+BOOST_AUTO_TEST_CASE(file_round_trip_and_refusals) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tqref_test_approx";
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "approx.h5").string();
+  std::vector<int8_t> r(kRcpEntries, 0), s(kSqrtEntries, 0);
+  for (uint32_t i = 1; i < kRcpEntries; i += 3) r[i] = int8_t(i % 2 ? 1 : -1);
+  for (uint32_t i = 5; i < kSqrtEntries; i += 7) s[i] = -1;
+  save_approx_units(path, "sm_90", r, s, {"test", "0", "13.0", "2026-12-05", "test", "none"}, false);
+  const ApproxUnits back = load_approx_units(path);
+  const ApproxUnits want = ApproxUnits::from_deltas("sm_90", r, s);
+  for (uint32_t i = 0; i < kRcpEntries; i += 997) {
+    const float x = from_bits(0x3F800000u | i);
+    BOOST_TEST_REQUIRE(bits(back.rcp(x, false)) == bits(want.rcp(x, false)));
+  }
+  for (uint32_t i = 0; i < kSqrtEntries; i += 997) {
+    const float x = from_bits(0x3F800000u + i);
+    BOOST_TEST_REQUIRE(bits(back.sqrt(x, false)) == bits(want.sqrt(x, false)));
+  }
+  BOOST_CHECK_THROW(save_approx_units(path, "sm_90", r, s, {}, false), ApproxUnitsError);
+  {
+    h5::Node f = h5::Node::open_file_rw(path);
+    f.set_attr("tables_sha256", std::string(64, '0'));
+  }
+  BOOST_CHECK_THROW(load_approx_units(path), ApproxUnitsError);
+  std::filesystem::remove_all(dir);
+}
+
+// Catches: the variants routed to the wrong unit or not at all. With zero-delta tables the
+// approximate square root is IEEE's, so prec-sqrt must give the contract's every intermediate;
+// div.full is t.max * rn(1/amax), computed here independently, and differs from rn(t.max / amax)
+// for some groups, so prec-div must change some inverse scales.
+BOOST_AUTO_TEST_CASE(variants_run_on_the_installed_units) {
+  set_approx_units_source(
+      [] { return std::shared_ptr<const ApproxUnits>(&zero_units(), [](const ApproxUnits*) {}); });
+  const FormatTraits& t = traits(Format::turbo3v);
+  constexpr uint32_t kGroups = 4096;
+  std::vector<uint16_t> x(kGroupSize * kGroups);
+  uint32_t state = 12345;
+  for (uint16_t& v : x) {  // bf16 of magnitude 2^-12 .. 2^6, either sign
+    state = state * 1664525u + 1013904223u;
+    v = uint16_t(0x3980u + (state >> 16) % 0x0900u) | uint16_t((state & 1u) << 15);
+  }
+  std::vector<QuantizedGroup> contract(kGroups), sqrt_v(kGroups), div_v(kGroups);
+  quantize_groups(t, x.data(), kGroups, contract.data());
+  quantize_groups(t, x.data(), kGroups, sqrt_v.data(), parse_variant("prec-sqrt"));
+  quantize_groups(t, x.data(), kGroups, div_v.data(), parse_variant("prec-div"));
+  uint32_t inv_changed = 0;
+  for (uint32_t g = 0; g < kGroups; ++g) {
+    const QuantizedGroup &c = contract[g], &q = sqrt_v[g], &d = div_v[g];
+    BOOST_TEST_REQUIRE((bits(q.rn) == bits(c.rn) && bits(q.scale) == bits(c.scale) &&
+                        q.scale_byte == c.scale_byte && bits(q.inv) == bits(c.inv)), "group " << g);
+    BOOST_TEST_REQUIRE(bits(d.inv) == bits(t.max * (1.0f / c.amax)), "group " << g);
+    inv_changed += bits(d.inv) != bits(c.inv);
+  }
+  BOOST_TEST(inv_changed > 0u);
+  install_approx_units_source();
+}
