@@ -4,7 +4,8 @@ and module, the failing cases and how the failure anatomy named them: pinned by 
 variant (`hypothesis:<own>`), a tie that includes it (`tie:...`), or something else.
 
 usage: variants_verdicts.py SCRATCH VARIANTS.tsv
-Reads SCRATCH/conform-*/conform.json (scripts/device/conform-modules.sh). Expectations: `own` and
+Reads SCRATCH/conform-*/conform.json (scripts/device/conform-modules.sh); run from the repository
+root (the plan does), where data/hw/sm_90/approx.h5 decides the own variants of mutants 23, 25, 26. Expectations: `own` and
 `m27_plain_ieee` fail no case; every other run fails some case in each of its modules. The own
 variant of a run (OWN below) is reported beside the counts; its absence is a finding, not a
 failure of this script. Exit 0 when the expectations on pass/fail hold, 1 otherwise.
@@ -25,6 +26,12 @@ OWN = {
     "m14_expf_no_split": (None, "expf-no-split"),
     "m16_fp32_codebook": (None, "variant:fp32-codebook"),
 }
+# With the measured approximate units (data/hw/sm_90/approx.h5, written by the plan `approx` in the
+# same call; docs/approx-units.md) the builds without -prec-div / -prec-sqrt have exact variants.
+if os.path.exists(os.path.join("data", "hw", "sm_90", "approx.h5")):
+    OWN["m23_plain_fast_math"] = ("variant:fast-math", "variant:fast-math")
+    OWN["m25_plain_prec_div"] = ("variant:prec-div", "variant:prec-div")
+    OWN["m26_plain_prec_sqrt"] = ("variant:prec-sqrt", None)
 MUST_PASS = {"own", "m27_plain_ieee"}
 
 scratch, tsv = sys.argv[1], sys.argv[2]
