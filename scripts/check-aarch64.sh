@@ -37,7 +37,7 @@ readonly RUN_TESTS=${TQREF_AARCH64_TESTS:-1}
 # The target's libraries that the cpu-only build needs (benchmarks left out); apt adds their
 # dependencies (glibc, libstdc++, zlib, ...). Headers of glibc and libstdc++ and the startup files
 # come first from the cross compiler's own packages (/usr/aarch64-linux-gnu), the same versions.
-readonly SYSROOT_PACKAGES=(libhdf5-dev libyaml-cpp-dev nlohmann-json3-dev libpugixml-dev libboost-program-options-dev libboost-test-dev)
+readonly SYSROOT_PACKAGES=(libhdf5-dev libyaml-cpp-dev nlohmann-json3-dev libpugixml-dev nettle-dev libboost-program-options-dev libboost-test-dev)
 readonly HOST_PACKAGES=(g++-aarch64-linux-gnu qemu-user hdf5-tools cmake g++ make)
 readonly MODEL_TESTS=(test_numeric test_quantize test_writer test_decode test_contract test_ex2)
 

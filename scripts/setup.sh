@@ -16,6 +16,7 @@ PACKAGES=(
   zlib1g-dev                                       # chunks of untrusted files inflated by tqref itself (harness/io/chunk_decoder.cpp)
   libyaml-cpp-dev                                  # suite definitions
   nlohmann-json3-dev libpugixml-dev                # JSON and JUnit XML reports (harness/io/report_doc.*)
+  nettle-dev                                       # SHA-256 (harness/io/sha256.cpp)
   libbenchmark-dev                                 # bench/ (Google Benchmark)
   ccache                                           # optional compiler cache (CMakeLists.txt uses it when found)
   valgrind                                         # tests/test_own_process_reads.sh (docs/reliability.md, finding 8)

@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4) of a byte buffer or a file, as 64 lowercase hex digits. Used to record
-// which checkpoint a trace came from; written here so the harness needs no crypto library.
+// SHA-256 of a byte buffer as 64 lowercase hex digits (Debian's nettle, package nettle-dev):
+// which checkpoint a trace came from, which module conform ran, the approximate-unit tables.
 #pragma once
 #include <cstddef>
 #include <cstdint>
