@@ -37,6 +37,8 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 namespace fs = std::filesystem;
 
 int run_cli(const std::string& args, const fs::path& log) {

@@ -6,7 +6,9 @@
 #include "tqref/decode.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -119,4 +121,4 @@ std::vector<std::string> observed_entries(const GoldenCase& c, const std::vector
   return seen;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases
