@@ -32,6 +32,7 @@ namespace {
 using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
+using namespace tqref::judge;
 using namespace tqref::anatomy;
 using namespace tqref::testing;
 

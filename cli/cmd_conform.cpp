@@ -43,7 +43,7 @@ struct Args {
   size_t show = 4;
   bool no_invariance = false;
   bool no_coverage = false;
-  golden::LevelTOptions topt;
+  judge::LevelTOptions topt;
   std::string dispatch = "published", out_of_contract = "T";
 };
 
@@ -88,8 +88,8 @@ int run(const Args& a, const std::string& command_line) {
   res.threshold = a.threshold;
   res.topt = a.topt;
   res.invariance = !a.no_invariance;
-  golden::parse_dispatch_rule(a.dispatch, &res.dispatch);  // checked by cmd_conform
-  golden::parse_out_of_contract_level(a.out_of_contract, &res.out_of_contract);
+  judge::parse_dispatch_rule(a.dispatch, &res.dispatch);  // checked by cmd_conform
+  judge::parse_out_of_contract_level(a.out_of_contract, &res.out_of_contract);
   std::vector<ModuleFile> files;
   std::map<std::string, uint32_t> hdims;
   std::vector<std::string> suite_items;
@@ -170,9 +170,9 @@ int cmd_conform(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tqref conform: give --modules PATH... (module files or directories)\n");
     return kExitUsage;
   }
-  golden::DispatchRule rule;
-  golden::OutOfContractLevel ooc;
-  if (!golden::parse_dispatch_rule(a.dispatch, &rule) || !golden::parse_out_of_contract_level(a.out_of_contract, &ooc)) {
+  judge::DispatchRule rule;
+  judge::OutOfContractLevel ooc;
+  if (!judge::parse_dispatch_rule(a.dispatch, &rule) || !judge::parse_out_of_contract_level(a.out_of_contract, &ooc)) {
     std::fprintf(stderr, "tqref conform: --dispatch %s --out-of-contract %s; allowed: --dispatch "
                  "published|exact, --out-of-contract T|D\n", a.dispatch.c_str(), a.out_of_contract.c_str());
     return kExitUsage;

@@ -19,7 +19,8 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::cli;
-using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 
 std::string case_list(const std::vector<std::string>& cases, size_t max) {
   std::string s;

@@ -33,6 +33,7 @@ namespace {
 using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
+using namespace tqref::cases;
 
 bool parse_shard(const std::string& s, uint32_t* i, uint32_t* n) {
   unsigned a = 0, b = 0;
@@ -62,7 +63,7 @@ std::optional<int> read_specs(const std::string& suite, const std::string& confi
       specs = models_suite(models.empty() ? builtin_model_table() : parse_model_table(prov.config_yaml, where));
       // A user's table is checked like a sweep (the built-in one by test_reliability): a model
       // of 2^31 heads is refused here, not by the allocator.
-      common::SpecTotal total;
+      cases::SpecTotal total;
       for (size_t i = 0; !models.empty() && i < specs.size(); ++i)
         if (const std::string why = total.add(specs[i]); !why.empty())
           throw std::invalid_argument(where + ": model '" + printable(specs[i].label) + "' (" +

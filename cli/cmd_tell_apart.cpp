@@ -30,6 +30,8 @@ namespace {
 using namespace tqref;
 using namespace tqref::cli;
 using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 
 struct KernelArg {
   CaseKind kind = CaseKind::writer;

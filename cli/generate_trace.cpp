@@ -70,7 +70,7 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
     return kExitUsage;
   }
   try {
-    TraceGoldenOptions opt;
+    cases::TraceGoldenOptions opt;
     opt.sequences = split(tc.sequences);
     opt.layers = split_ints(tc.layers, "--trace-layers");
     opt.query_positions = split_ints(tc.queries, "--trace-queries");
@@ -91,12 +91,12 @@ int run_trace_generate(const TraceGenerateCli& tc, const std::string& out, uint6
     if (tc.padding_tokens != 2) cmd += " --trace-padding-tokens " + std::to_string(tc.padding_tokens);
     if (ex2_arch != "sm_90") cmd += " --ex2-arch " + ex2_arch;
     auto t0 = std::chrono::steady_clock::now();
-    size_t n = generate_trace_golden(tc.trace, out, opt, ex2, cmd);
+    size_t n = cases::generate_trace_golden(tc.trace, out, opt, ex2, cmd);
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("wrote %s: %zu cases from %s, %.1f s, %llu bytes\n", out.c_str(), n,
                 tc.trace.c_str(), sec, (unsigned long long)std::filesystem::file_size(out));
     return kExitOk;
-  } catch (const TraceOptionError& e) {  // an option outside its range, or past the budget
+  } catch (const cases::TraceOptionError& e) {  // an option outside its range, or past the budget
     std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
     return kExitUsage;
   } catch (const std::invalid_argument& e) {

@@ -18,7 +18,7 @@ struct GoldenFileCases {
   explicit GoldenFileCases(const std::string& file) {
     h5::Node root = h5::Node::open_file(file);
     prov = golden::read_provenance(root);
-    ex2 = golden::ex2_for_file(prov, file);
+    ex2 = judge::ex2_for_file(prov, file);
     h5::Node c = root.group("cases");
     for (const auto& n : c.children()) cases.push_back(golden::read_case(c, n, false));
   }

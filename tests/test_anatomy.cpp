@@ -25,6 +25,7 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::judge;
 using namespace tqref::anatomy;
 using namespace tqref::testing;
 using namespace tqref::test;

@@ -19,6 +19,8 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 using namespace tqref::testing;
 using namespace tqref::test;
 namespace fs = std::filesystem;

@@ -284,19 +284,19 @@ BOOST_AUTO_TEST_CASE(hdim_probe_cases) {
       BOOST_TEST((a.d.out_expected == b.d.out_expected), t.name << " hdim " << hdim);
       BOOST_TEST(a.d.p.head_dim == hdim);
       BOOST_TEST(a.d.p.hdim == hdim);
-      auto model = golden::make_model_backend(&ref);
-      const golden::CaseVerdict v = golden::compare_case(a, model->run(a));
+      auto model = judge::make_model_backend(&ref);
+      const judge::CaseVerdict v = judge::compare_case(a, model->run(a));
       BOOST_TEST(v.pass, t.name << " hdim " << hdim);
       const WriteEvidence own = hdim_from_writes(observe_probe_writes(a, model->run(a)));
       BOOST_TEST(own.hdim == hdim, own.why);
       if (hdim != 256) continue;
       // An HDIM=128 build writes dims 0..127 of each row only.
-      golden::CaseResult r = model->run(a);
+      judge::CaseResult r = model->run(a);
       uint16_t* out = reinterpret_cast<uint16_t*>(r.buffers.at("output").data());
       const size_t rows = a.d.out_init.size() / 256;
       for (size_t row = 0; row < rows; ++row)
         for (size_t d = 128; d < 256; ++d) out[row * 256 + d] = a.d.out_init[row * 256 + d];
-      const golden::CaseVerdict half = golden::compare_case(a, r);
+      const judge::CaseVerdict half = judge::compare_case(a, r);
       BOOST_TEST(!half.pass);
       BOOST_TEST(half.categories.count("row-not-written") == 1u);
     }
@@ -331,11 +331,11 @@ BOOST_AUTO_TEST_CASE(hdim_choice_by_values) {
 
 // Synthetic kernel output on the probe case c: the poisoned output with `count` elements written
 // (value 0x1234, which is not the expectation's) from the start of every active row.
-golden::CaseResult synthetic_writes(const golden::GoldenCase& c, uint32_t count, bool l0_rows_too = false) {
-  golden::CaseResult r;
+judge::CaseResult synthetic_writes(const golden::GoldenCase& c, uint32_t count, bool l0_rows_too = false) {
+  judge::CaseResult r;
   std::vector<uint8_t> init(c.d.out_init.size() * 2);
   std::memcpy(init.data(), c.d.out_init.data(), init.size());
-  golden::GuardedBuffer out = golden::GuardedBuffer::with_guards(init);
+  judge::GuardedBuffer out = judge::GuardedBuffer::with_guards(init);
   uint16_t* o = reinterpret_cast<uint16_t*>(out.data());
   const uint32_t D = c.d.p.head_dim;
   for (uint32_t s = 0; s < c.d.p.num_seqs; ++s)
@@ -369,7 +369,7 @@ BOOST_AUTO_TEST_CASE(hdim_decided_by_writes) {
   // Writing the rows of L == 0 sequences, or nothing, or failing, decides nothing.
   BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 128, true))).hdim == 0u);
   BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, synthetic_writes(p128, 0))).hdim == 0u);
-  golden::CaseResult failed;
+  judge::CaseResult failed;
   failed.error = "CUDA_ERROR_LAUNCH_FAILED";
   BOOST_TEST(hdim_from_writes(observe_probe_writes(p128, failed)).hdim == 0u);
   // The values are wrong at both head_dims, yet the writes decide HDIM 256: judged there (level D).
@@ -388,8 +388,8 @@ BOOST_AUTO_TEST_CASE(hdim_decided_by_writes) {
 
 namespace {
 
-golden::CaseVerdict verdict(const std::string& name, const std::string& kernel, bool pass) {
-  golden::CaseVerdict v;
+judge::CaseVerdict verdict(const std::string& name, const std::string& kernel, bool pass) {
+  judge::CaseVerdict v;
   v.name = name;
   v.kernel = kernel;
   v.kind = is_decoder_kernel(kernel) ? "decode" : "writer";
@@ -398,7 +398,7 @@ golden::CaseVerdict verdict(const std::string& name, const std::string& kernel, 
   if (!pass) {
     v.bytes_differing = 2;
     v.categories = {{"output-value", 1}, {"guard", 1}};
-    golden::Mismatch m;
+    judge::Mismatch m;
     m.buffer = "output";
     m.offset = 42;
     m.category = "output-value";
@@ -415,8 +415,8 @@ golden::CaseVerdict verdict(const std::string& name, const std::string& kernel, 
   return v;
 }
 
-golden::LevelIVerdict invariance(const std::string& name, const std::string& kernel, bool pass) {
-  golden::LevelIVerdict v;
+judge::LevelIVerdict invariance(const std::string& name, const std::string& kernel, bool pass) {
+  judge::LevelIVerdict v;
   v.name = name;
   v.kernel = kernel;
   v.kind = "decode";
@@ -494,7 +494,7 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(t.at(kD3).failed == 1u);
   BOOST_TEST(t.at(kD3).skipped == 2u);
   BOOST_TEST(t.at(kD3).guard_violations == 1u);
-  BOOST_TEST((t.at(kD3).level == golden::Level::D));
+  BOOST_TEST((t.at(kD3).level == judge::Level::D));
   const std::string md = report_markdown(r, 8);
   BOOST_TEST(t.at(kD3).i_cases == 2u);
   BOOST_TEST(t.at(kD3).i_failed == 1u);
@@ -576,7 +576,7 @@ BOOST_AUTO_TEST_CASE(exit_codes) {
   r.modules.pop_back();
   BOOST_TEST(exit_code(r) == 0);
   BOOST_TEST(verdict_line(r).find("PASS (exit 0)") == 0u);
-  r.modules[1].decoder_level = golden::Level::T;
+  r.modules[1].decoder_level = judge::Level::T;
   BOOST_TEST(verdict_line(r).find("level T") != std::string::npos);
   r.modules[1].found.insert(kD4);  // found, but given no case
   BOOST_TEST(exit_code(r) == 3);

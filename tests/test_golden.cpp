@@ -23,6 +23,7 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::cases;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 

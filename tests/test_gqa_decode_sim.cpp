@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(heads_per_cta_rule) {
 // computes wrongly.
 BOOST_AUTO_TEST_CASE(models_table_geometries) {
   uint64_t seed = 501;
-  for (const golden::ModelGeometry& m : golden::builtin_model_table()) {
+  for (const cases::ModelGeometry& m : cases::builtin_model_table()) {
     const uint32_t ht = gqa::widest_heads_per_cta(m.num_q_heads, m.num_kv_heads);
     BOOST_TEST_CONTEXT(m.name) {
       BOOST_TEST(ht >= 1u);

@@ -21,6 +21,7 @@ namespace {
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::judge;
 using namespace tqref::testing;
 using namespace tqref::test;
 namespace fs = std::filesystem;

@@ -21,6 +21,8 @@
 #include "tqref/numeric.h"
 
 using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 
 namespace {
 
@@ -158,7 +160,7 @@ BOOST_AUTO_TEST_CASE(models_suite_covers_every_model) {
   int32_t longest = 0;
   for (const CaseSpec& s : specs) {
     BOOST_TEST_CONTEXT(s.label) {
-      BOOST_TEST(tqref::common::check_spec(s) == "");
+      BOOST_TEST(tqref::cases::check_spec(s) == "");
       // "<model>-kv<used>of<model's>" for specs with fewer kv heads (model_suite.cpp)
       const std::string model = std::regex_replace(s.label, std::regex("-kv[0-9]+of[0-9]+$"), "");
       (s.kind == CaseKind::writer ? writer_of : decode_of).insert(model);

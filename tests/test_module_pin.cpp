@@ -28,10 +28,10 @@ ModuleResult module_over_smoke(F fails, const std::string& diagnosis) {
   su.suite = "smoke";
   su.file = kSmoke;
   h5::Node root = h5::Node::open_file(kSmoke);
-  const std::optional<Ex2Profile> ex2 = golden::ex2_for_file(golden::read_provenance(root), kSmoke);
+  const std::optional<Ex2Profile> ex2 = judge::ex2_for_file(golden::read_provenance(root), kSmoke);
   h5::Node cases = root.group("cases");
   for (const std::string& name : cases.children()) {
-    golden::CaseVerdict v;
+    judge::CaseVerdict v;
     v.name = name;
     v.pass = !fails(golden::read_case(cases, name, false), ex2 ? &*ex2 : nullptr);
     if (!v.pass) v.explanation.diagnosis = diagnosis;
@@ -49,7 +49,7 @@ ModuleResult module_over_smoke(F fails, const std::string& diagnosis) {
 BOOST_AUTO_TEST_CASE(a_tie_is_broken_by_passing_cases) {
   const Variant fmad = parse_variant("nvcc-fmad");
   const ModuleResult m = module_over_smoke(
-      [&](const golden::GoldenCase& c, const Ex2Profile* ex2) { return golden::variant_observed(c, fmad, ex2); },
+      [&](const golden::GoldenCase& c, const Ex2Profile* ex2) { return cases::variant_observed(c, fmad, ex2); },
       "tie:variant:nvcc-fmad|variant:ftz");
   const ModulePin p = pin_module(m);
   BOOST_TEST(p.failing > 0u);
@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(different_causes_pin_nothing) {
 BOOST_AUTO_TEST_CASE(a_rival_outside_the_variant_model_keeps_the_pin_open) {
   const Variant ftz = parse_variant("ftz");
   const ModuleResult m = module_over_smoke(
-      [&](const golden::GoldenCase& c, const Ex2Profile* ex2) { return golden::variant_observed(c, ftz, ex2); },
+      [&](const golden::GoldenCase& c, const Ex2Profile* ex2) { return cases::variant_observed(c, ftz, ex2); },
       "tie:gqa-modulo|variant:ftz");
   const ModulePin p = pin_module(m);
   BOOST_TEST(p.failing > 0u);
@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(expf_no_split_is_weighed_as_a_variant) {
   const Variant ftz = parse_variant("ftz"), unsplit = parse_variant("expf-no-split");
   const ModuleResult m = module_over_smoke(
       [&](const golden::GoldenCase& c, const Ex2Profile* ex2) {
-        return golden::variant_observed(c, unsplit, ex2) && golden::variant_observed(c, ftz, ex2);
+        return cases::variant_observed(c, unsplit, ex2) && cases::variant_observed(c, ftz, ex2);
       },
       "tie:expf-no-split|variant:ftz");
   const ModulePin p = pin_module(m);

@@ -19,6 +19,8 @@
 
 using namespace tqref;
 using namespace tqref::golden;
+using namespace tqref::cases;
+using namespace tqref::judge;
 using namespace tqref::test;
 namespace fs = std::filesystem;
 

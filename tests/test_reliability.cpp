@@ -519,7 +519,7 @@ BOOST_AUTO_TEST_CASE(golden_bytes_independent_of_thread_count) {
 }
 
 // Would catch: a built-in suite spec outside the generator's limits or the default budget; a
-// memory estimate (common::memory_bytes, which the memory budget, the generator's batches and the
+// memory estimate (cases::memory_bytes, which the memory budget, the generator's batches and the
 // sweep total rely on) below what the built cases really hold, e.g. a pad, spare
 // or diagnostic buffer left out, or the threshold specs' own sequences ignored; or one far above
 // them. Every smoke spec, and the same specs with every pad and spare raised, are built and their
@@ -529,13 +529,13 @@ BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
   // The built-in suites are not checked at run time (sweep points are): every spec within the
   // generator's limits and the default memory budget, so each fits a batch alone.
   for (const char* suite : {"smoke", "standard", "stress", "models", "pools", "flags"})
-    for (const golden::CaseSpec& s : golden::suite_specs(suite))
+    for (const cases::CaseSpec& s : cases::suite_specs(suite))
       BOOST_TEST(check_spec(s).empty(), suite << ": " << check_spec(s));
   const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
-  std::vector<golden::CaseSpec> specs = golden::suite_specs("smoke");
+  std::vector<cases::CaseSpec> specs = cases::suite_specs("smoke");
   const size_t n = specs.size();
   for (size_t i = 0; i < n; ++i) {
-    golden::CaseSpec s = specs[i];
+    cases::CaseSpec s = specs[i];
     s.padding_tokens += 37, s.key_pad += 64, s.value_pad += 48, s.q_pad += 40, s.v_data_pad += 300;
     s.v_block_pad += 500, s.spare_blocks += 20, s.spare_table_entries += 9;
     specs.push_back(s);
@@ -543,7 +543,7 @@ BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
   for (size_t i = 0; i < specs.size(); ++i) {
     BOOST_TEST_REQUIRE(check_spec(specs[i]).empty(), check_spec(specs[i]));
     uint64_t built = 0;
-    for (const golden::GoldenCase& c : golden::build_cases(specs[i], i, 1000 + i, &ex2)) built += case_bytes(c);
+    for (const golden::GoldenCase& c : cases::build_cases(specs[i], i, 1000 + i, &ex2)) built += case_bytes(c);
     BOOST_TEST(built <= memory_bytes(specs[i]), "spec " << i << ": built " << built << " bytes, estimate "
                                                          << memory_bytes(specs[i]));
     // The estimate counts the builder's working pools too (1.3-2.1x the stored bytes here); one

@@ -18,6 +18,7 @@
 
 using namespace tqref;
 using namespace tqref::trace;
+using namespace tqref::cases;
 
 namespace {
 

@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(decoder_variant_policy_without_a_decoder_change_is_the_cont
 BOOST_AUTO_TEST_CASE(writer_variant_policy_without_a_writer_change_is_the_contract) {
   const Variant decoder_only = parse_variant("no-batch");
   BOOST_REQUIRE(!changes_writer(decoder_only));
-  golden::Rng rng(3);
+  cases::Rng rng(3);
   for (const FormatTraits& t : kFormats)
     for (int i = 0; i < 2000; ++i) {
       uint16_t x[kGroupSize];
@@ -101,21 +101,21 @@ BOOST_AUTO_TEST_CASE(expf_of_the_policies) {
 // Catches a writer FMA or ulp variant that differs from the CPU models the fma_sensitive and
 // rounding_sensitive groups were searched with (cases/fma_groups.h), on those groups.
 BOOST_AUTO_TEST_CASE(writer_variants_equal_the_group_search_models) {
-  golden::Rng rng(11);
+  cases::Rng rng(11);
   const Variant fma = parse_variant("fma:nsq+fma:rsq");
   for (const FormatTraits& t : kFormats)
     for (int i = 0; i < 8; ++i) {
       uint16_t x[kGroupSize];
-      golden::fma_sensitive_group(t, rng, x);
+      cases::fma_sensitive_group(t, rng, x);
       QuantizedGroup q;
       quantize_groups(t, x, 1, &q, fma);
-      BOOST_TEST(q.scale_byte == golden::scale_byte_fma_contracted(t, x));
+      BOOST_TEST(q.scale_byte == cases::scale_byte_fma_contracted(t, x));
       for (int dir : {1, -1}) {
-        golden::rounding_sensitive_group(t, rng, dir, x);
+        cases::rounding_sensitive_group(t, rng, dir, x);
         quantize_groups(t, x, 1, &q, parse_variant(dir > 0 ? "ulp+:w-scale-div" : "ulp-:w-scale-div"));
-        BOOST_TEST(q.scale_byte == golden::scale_byte_perturbed(t, x, golden::ScaleOp::quotient, dir));
+        BOOST_TEST(q.scale_byte == cases::scale_byte_perturbed(t, x, cases::ScaleOp::quotient, dir));
         quantize_groups(t, x, 1, &q, parse_variant(dir > 0 ? "ulp+:w-nsq-sqrt" : "ulp-:w-nsq-sqrt"));
-        BOOST_TEST(q.scale_byte == golden::scale_byte_perturbed(t, x, golden::ScaleOp::sqrt_nsq, dir));
+        BOOST_TEST(q.scale_byte == cases::scale_byte_perturbed(t, x, cases::ScaleOp::sqrt_nsq, dir));
       }
     }
 }
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(variant_names) {
 // writer change that makes the step observable (it must then be covered, not excluded).
 BOOST_AUTO_TEST_CASE(inverse_scale_step_changes_no_code) {
   for (const FormatTraits& t : kFormats)
-    BOOST_TEST(golden::inverse_scale_sensitive_groups(t).empty(), t.name);
+    BOOST_TEST(cases::inverse_scale_sensitive_groups(t).empty(), t.name);
 }
 
 // Catches a midpoint construction that no longer gives midpoints (the rising_scores cases would
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(inverse_scale_step_changes_no_code) {
 BOOST_AUTO_TEST_CASE(midpoint_groups) {
   for (const FormatTraits& t : kFormats) {
     uint16_t x[kGroupSize];
-    const bool ok = golden::midpoint_group(t, 0, x);
+    const bool ok = cases::midpoint_group(t, 0, x);
     BOOST_TEST(ok == (t.bits != 2), t.name);
     if (!ok) continue;
     QuantizedGroup q;
@@ -167,23 +167,23 @@ BOOST_AUTO_TEST_CASE(midpoint_groups) {
 // the FMA of that product at each site and the product one ulp down, whatever the format's V
 // values (turbo2v has no midpoint, so nothing else sees these entries reliably there).
 BOOST_AUTO_TEST_CASE(l_tie_cases_see_every_l_product) {
-  const int32_t L = int32_t(golden::kLTieLength);
+  const int32_t L = int32_t(cases::kLTieLength);
   for (const FormatTraits& t : kFormats)
     for (uint32_t hdim : {128u, 256u})
       for (uint32_t block : {16u, 2u}) {
-        golden::CaseSpec c;
+        cases::CaseSpec c;
         c.kind = golden::CaseKind::decode;
         c.format = t.format;
         c.head_dim = hdim;
         c.block_size = block;
         c.seq_lens = block == 2 ? std::vector<int32_t>{L} : std::vector<int32_t>{L, L, L};
-        c.dist = golden::Dist::l_tie;
-        const auto cases = golden::build_cases(c, 0, 1, &sm90_profile());
+        c.dist = cases::Dist::l_tie;
+        const auto cases = cases::build_cases(c, 0, 1, &sm90_profile());
         std::vector<Variant> want;
         for (const char* n : {"fma:batch-l", "fma:merge-l-ab", "fma:merge-l-cd", "ulp-:d-l-mul"})
           if (block == 16) want.push_back(parse_variant(n));
         if (block == 2) want.push_back(parse_variant("fma:single-l"));
-        const auto seen = golden::observed_entries(cases.back(), want, &sm90_profile());
+        const auto seen = cases::observed_entries(cases.back(), want, &sm90_profile());
         BOOST_TEST(seen.size() == want.size(), t.name << " HDIM " << hdim << " block " << block);
       }
 }
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(l_tie_cases_see_every_l_product) {
 BOOST_AUTO_TEST_CASE(subnormal_rescale_cases_tell_ftz_from_the_unsplit_expf) {
   for (const FormatTraits& t : kFormats)
     for (uint32_t hdim : {128u, 256u}) {
-      golden::CaseSpec c;
+      cases::CaseSpec c;
       c.kind = golden::CaseKind::decode;
       c.format = t.format;
       c.head_dim = hdim;
@@ -203,11 +203,11 @@ BOOST_AUTO_TEST_CASE(subnormal_rescale_cases_tell_ftz_from_the_unsplit_expf) {
       c.q_per_kv = 2;
       c.block_size = 16;
       c.seq_lens = {40, 41, 42, 64};
-      c.dist = golden::Dist::subnormal_rescale;
-      const auto cases = golden::build_cases(c, 0, 1, &sm90_profile());
+      c.dist = cases::Dist::subnormal_rescale;
+      const auto cases = cases::build_cases(c, 0, 1, &sm90_profile());
       const auto& d = cases.back();
-      BOOST_TEST(golden::variant_observed(d, parse_variant("ftz"), &sm90_profile()), t.name << " HDIM " << hdim);
-      BOOST_TEST(!golden::variant_observed(d, parse_variant("expf-no-split"), &sm90_profile()),
+      BOOST_TEST(cases::variant_observed(d, parse_variant("ftz"), &sm90_profile()), t.name << " HDIM " << hdim);
+      BOOST_TEST(!cases::variant_observed(d, parse_variant("expf-no-split"), &sm90_profile()),
                  t.name << " HDIM " << hdim);
     }
 }

@@ -8,7 +8,8 @@
 
 namespace tqref::anatomy {
 
-using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
+using namespace golden;  // the cases the anatomy reads (harness/io)
+using namespace judge;   // their results and verdicts (harness/judge)
 
 std::string ranges_text(const std::vector<uint32_t>& v, size_t max_ranges) {
   std::string t;

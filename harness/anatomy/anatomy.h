@@ -32,12 +32,13 @@ struct ExplainOptions {
 
 // Fills v.explanation for a failing verdict of case c with result r (no-op when v passed or has
 // an error). c's expectation must be the one v was judged against.
-void explain_failure(const golden::GoldenCase& c, const golden::CaseResult& r, golden::CaseVerdict& v, const ExplainOptions& o);
+void explain_failure(const golden::GoldenCase& c, const judge::CaseResult& r,
+                     judge::CaseVerdict& v, const ExplainOptions& o);
 
 // explain_failure with the model's unit `model_ex2` and every EX2 unit of known_ex2_units()
 // (judge/ex2_for_file.h) as the "another EX2 profile" hypotheses: what `tqref check` and
 // `tqref conform` pass to run_and_judge (judge/judge_case.h).
-void explain_with_known_units(const golden::GoldenCase& c, const golden::CaseResult& r, golden::CaseVerdict& v,
-                              const Ex2Profile* model_ex2);
+void explain_with_known_units(const golden::GoldenCase& c, const judge::CaseResult& r,
+                              judge::CaseVerdict& v, const Ex2Profile* model_ex2);
 
 }  // namespace tqref::anatomy

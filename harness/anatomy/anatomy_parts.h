@@ -21,8 +21,9 @@ struct AnatomyFacts {
   report::Json json;     // the facts as a JSON object
 };
 
-AnatomyFacts decode_anatomy(const golden::GoldenCase& c, const golden::CaseResult& r, const ExplainOptions& o);
-AnatomyFacts writer_anatomy(const golden::GoldenCase& c, const golden::CaseResult& r);
+AnatomyFacts decode_anatomy(const golden::GoldenCase& c, const judge::CaseResult& r,
+                            const ExplainOptions& o);
+AnatomyFacts writer_anatomy(const golden::GoldenCase& c, const judge::CaseResult& r);
 
 // "0-7, 16-23, 40" for a sorted list of distinct values (at most `max_ranges` ranges, then ", ...").
 std::string ranges_text(const std::vector<uint32_t>& sorted, size_t max_ranges = 6);

@@ -10,7 +10,8 @@
 
 namespace tqref::anatomy {
 
-using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
+using namespace golden;  // the cases the anatomy reads (harness/io)
+using namespace judge;   // their results and verdicts (harness/judge)
 
 namespace {
 

@@ -14,7 +14,9 @@
 
 namespace tqref::anatomy {
 
-using namespace golden;  // the cases and verdicts the anatomy reads (harness/io, harness/judge)
+using namespace golden;  // the cases the anatomy reads (harness/io)
+using namespace cases;   // the CPU models of the mutants it tries (harness/cases)
+using namespace judge;   // results and verdicts (harness/judge)
 
 namespace {
 

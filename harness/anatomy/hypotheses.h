@@ -40,6 +40,7 @@ struct HypothesisReport {
 };
 
 // Decoder hypotheses need o.ex2 (else the report is empty with scope saying why).
-HypothesisReport test_hypotheses(const golden::GoldenCase& c, const golden::CaseResult& r, const ExplainOptions& o);
+HypothesisReport test_hypotheses(const golden::GoldenCase& c, const judge::CaseResult& r,
+                                 const ExplainOptions& o);
 
 }  // namespace tqref::anatomy

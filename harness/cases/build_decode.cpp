@@ -29,7 +29,9 @@
 #include "tqref/decode.h"
 #include "tqref/numeric.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -534,4 +536,4 @@ std::vector<GoldenCase> build_cases(const CaseSpec& spec, uint64_t index, uint64
   return build_once(spec, index, seed, ex2);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

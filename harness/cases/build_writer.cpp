@@ -10,7 +10,9 @@
 #include "tqref/quantize.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -159,4 +161,4 @@ GoldenCase build_writer_case(const CaseSpec& spec, const std::string& name, uint
   return c;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

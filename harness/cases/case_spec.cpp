@@ -5,7 +5,9 @@
 
 #include "tqref/numeric.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 constexpr const char* kDistNames[kNumDists] = {"gaussian",       "student_t",        "outlier_channels",
@@ -85,4 +87,4 @@ std::string spec_name(const CaseSpec& s, uint64_t index) {
   return r;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -8,7 +8,7 @@
 
 #include "io/golden_case.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // Value distributions of K, V and q (all stored as bf16).
 enum class Dist {
@@ -76,7 +76,7 @@ const char* layout_name(Layout l);
 bool parse_layout(const std::string& s, Layout* l);
 
 struct CaseSpec {
-  CaseKind kind = CaseKind::writer;  // decode = a linked writer case + decode case
+  golden::CaseKind kind = golden::CaseKind::writer;  // decode = a linked writer case + decode case
   Format format = Format::turbo3v;
   uint32_t head_dim = 128;           // decode: also the build's HDIM (128 or 256)
   uint32_t num_kv_heads = 2;
@@ -116,4 +116,4 @@ std::string dist_names_list();
 // Readable, unique-with-index name: "0007_decode_turbo3v_hdim128_kv2_gqa4_bs16_L0-1-1031_..."
 std::string spec_name(const CaseSpec& s, uint64_t index);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

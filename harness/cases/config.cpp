@@ -24,7 +24,9 @@
 #include "io/text_escape.h"
 #include "tqref/contract.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -196,7 +198,7 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
     }
   }
   std::vector<CaseSpec> out;
-  common::SpecTotal total;
+  SpecTotal total;
   uint64_t sequences = 0;  // seq_lens entries summed, counted before each list is converted
   for (CaseKind kind : kinds) {
     const std::vector<const Axis*> used = used_axes(kind);
@@ -234,4 +236,4 @@ std::vector<CaseSpec> specs_of(const YAML::Node& root, const std::string& file, 
 
 }  // namespace
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -8,7 +8,9 @@
 #include "tqref/format.h"
 #include "tqref/reference.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -119,4 +121,4 @@ GoldenCase finish_decode_case(DecodeInputs in, const GoldenCase& writer, const E
   return dc;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

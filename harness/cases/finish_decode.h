@@ -17,7 +17,7 @@
 #include "tqref/decode.h"
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 struct DecodeInputs {
   std::string name;          // the decode case's name
@@ -49,12 +49,12 @@ struct DecodeStats {
 // The model's per-row diagnostics, flattened as the golden file stores them (skip masks with
 // their offsets, skip counts, m, l, and head_dim fp32 outputs per row, zeros for L == 0), and
 // the counts for `exercises`. Also used for cases made from a user's arrays (python/capi).
-void store_diagnostics(const DecodeDiagnostics& diag, uint32_t head_dim, DecodeDiagData& x,
+void store_diagnostics(const DecodeDiagnostics& diag, uint32_t head_dim, golden::DecodeDiagData& x,
                        DecodeStats& st);
 
 // Builds the decode case linked to `writer` (its format, name and expected pools). Throws
 // std::logic_error when the second model run differs from the first.
-GoldenCase finish_decode_case(DecodeInputs in, const GoldenCase& writer, const Ex2Profile& ex2,
-                              DecodeStats* stats);
+golden::GoldenCase finish_decode_case(DecodeInputs in, const golden::GoldenCase& writer,
+                                      const Ex2Profile& ex2, DecodeStats* stats);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

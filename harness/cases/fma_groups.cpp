@@ -10,7 +10,7 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 namespace {
 
@@ -238,4 +238,4 @@ void rounding_sensitive_group(const FormatTraits& t, Rng& rng, int dir, uint16_t
   throw std::logic_error(std::string("rounding_sensitive_group: no ") + t.name + " group found in 10^5 attempts");
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

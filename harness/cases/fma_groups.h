@@ -13,7 +13,7 @@
 #include "cases/rng.h"
 #include "tqref/format.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // The scale byte of the FMA-contracted writer: docs/spec.md section 4 steps 1-7 with
 // nsq = fmaf(x[i], x[i], nsq) and rsq = fmaf(CB[c[i]], CB[c[i]], rsq) (codes are unchanged:
@@ -47,4 +47,4 @@ void rounding_sensitive_group(const FormatTraits& t, Rng& rng, int dir, uint16_t
 // a rounding_sensitive one (direction +1 for even groups, -1 for odd); other dists: unchanged.
 void craft_v_row(Dist d, const FormatTraits& t, Rng& rng, std::span<uint16_t> row);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

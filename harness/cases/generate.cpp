@@ -15,7 +15,9 @@
 #include "tqref/build_info.h"
 #include "tqref/model_path.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& opt,
                    const Ex2Profile* ex2) {
@@ -42,9 +44,9 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
       const size_t batch = size_t(threads) * 2;
       for (size_t b0 = 0, nb = 0; b0 < mine.size(); b0 += nb) {
         if (opt.cancel && opt.cancel->load()) throw Cancelled{};
-        uint64_t bytes = common::memory_bytes(specs[mine[b0]]);
+        uint64_t bytes = memory_bytes(specs[mine[b0]]);
         for (nb = 1; nb < batch && b0 + nb < mine.size(); ++nb) {
-          bytes = add_sat(bytes, common::memory_bytes(specs[mine[b0 + nb]]));
+          bytes = add_sat(bytes, memory_bytes(specs[mine[b0 + nb]]));
           if (bytes > memory_budget()) break;
         }
         std::vector<std::vector<GoldenCase>> built(nb);
@@ -71,9 +73,9 @@ bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& op
   return true;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases
 
-namespace tqref::golden {
+namespace tqref::cases {
 std::string canonical_command_line(const std::string& suite, uint64_t seed, uint32_t shard_index,
                                    uint32_t shard_count, const std::string& config_name) {
   std::string r = "tqref generate";
@@ -109,4 +111,4 @@ void generate_suite_file(const std::string& suite, const std::string& out, const
   opt.provenance = new_provenance(specs, suite, canonical_command_line(suite, 1, 0, 1, ""));
   generate_file(specs, opt, ex2);
 }
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -12,14 +12,14 @@
 #include "io/case_io.h"
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 struct GenerateOptions {
   std::string out;
   uint64_t seed = 1;
   int threads = 1;
   uint32_t shard_index = 0, shard_count = 1;  // keep spec i when i % shard_count == shard_index
-  Provenance provenance;                      // seed, shard filled in by generate_file
+  golden::Provenance provenance;              // seed, shard filled in by generate_file
   // Called after each written spec with (specs done, specs total); may be empty.
   std::function<void(size_t, size_t)> progress;
   // Polled between batches; when it turns true the temporary file is removed and
@@ -31,15 +31,15 @@ struct GenerateOptions {
 bool generate_file(const std::vector<CaseSpec>& specs, const GenerateOptions& opt,
                    const Ex2Profile* ex2);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases
 
-namespace tqref::golden {
+namespace tqref::cases {
 // The provenance of a file this build generates now: version, commit, THRESH of the specs (the
 // default for none), suite, the canonical command line and the process's model variant
 // (tqref/model_path.h; its name appended to the command line as --model-variant). Seed, shard and
 // EX2 profile are filled in by generate_file.
-Provenance new_provenance(const std::vector<CaseSpec>& specs, const std::string& suite,
-                          const std::string& command_line);
+golden::Provenance new_provenance(const std::vector<CaseSpec>& specs, const std::string& suite,
+                                  const std::string& command_line);
 
 // `tqref generate --suite SUITE --out OUT` as a function (what `tqref conform` runs for a suite
 // it has no file of): seed 1, every thread, `ex2` for the decode cases. Throws as generate_file.
@@ -49,4 +49,4 @@ void generate_suite_file(const std::string& suite, const std::string& out, const
 // path and the thread count do not), so regenerating elsewhere gives the same bytes.
 std::string canonical_command_line(const std::string& suite, uint64_t seed, uint32_t shard_index,
                                    uint32_t shard_count, const std::string& config_name);
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -9,7 +9,7 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 namespace {
 
@@ -139,4 +139,4 @@ void l_tie_row(const LTiePlan& plan, uint32_t seq, uint32_t pos, uint32_t head_d
   }
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -28,7 +28,7 @@
 #include "tqref/ex2.h"
 #include "tqref/format.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 inline constexpr uint32_t kLTieLength = 64;
 inline constexpr float kLowScore = -64.0f;
@@ -47,4 +47,4 @@ LTiePlan l_tie_plan(const FormatTraits& t, const Ex2Profile& ex2);
 void l_tie_row(const LTiePlan& plan, uint32_t seq, uint32_t pos, uint32_t head_dim,
                uint16_t* k_row, uint16_t* v_row, uint32_t n);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -7,7 +7,9 @@
 #include "io/sparse_pool.h"
 #include "tqref/contract.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -102,4 +104,4 @@ void place_in_large_pool(const CaseSpec& spec, std::vector<GoldenCase>& cases) {
     throw std::logic_error(writer.name + ": " + why);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -8,7 +8,7 @@
 #include "cases/case_spec.h"
 #include "io/golden_case.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // Gives every case of one spec (a writer case, or a linked writer + decode pair, which share
 // their blocks) the same SparsePool for spec.pool: the blocks that hold tokens go to the ids
@@ -16,6 +16,6 @@ namespace tqref::golden {
 // just precedes it, and to the pool's last block; the rest are spread over the pool. Appends what
 // was placed where to each case's `exercises`. Throws std::logic_error when the case has fewer
 // blocks holding tokens than such ids (a suite mistake).
-void place_in_large_pool(const CaseSpec& spec, std::vector<GoldenCase>& cases);
+void place_in_large_pool(const CaseSpec& spec, std::vector<golden::GoldenCase>& cases);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

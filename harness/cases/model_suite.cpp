@@ -5,7 +5,9 @@
 #include "cases/model_table.h"
 #include "cases/suites.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -99,4 +101,4 @@ std::vector<CaseSpec> models_suite(const std::vector<ModelGeometry>& table) {
   return v;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

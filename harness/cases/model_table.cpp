@@ -8,7 +8,7 @@
 
 #include "io/text_escape.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // The text of data/models/attention.yaml, generated into the build tree by CMake (model_table_text.cpp.in).
 extern const char* const kBuiltinModelTableText;
@@ -144,4 +144,4 @@ const std::vector<ModelGeometry>& builtin_model_table() {
   return t;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

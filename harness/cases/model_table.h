@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // One model's attention layer as a serving engine launches the cache kernels for it.
 struct ModelGeometry {
@@ -37,4 +37,4 @@ const std::vector<ModelGeometry>& builtin_model_table();
 // Its text, for provenance (a golden file records the table its cases came from).
 const std::string& builtin_model_table_text();
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -8,7 +8,9 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -130,4 +132,4 @@ uint64_t count_differing(std::span<const uint16_t> a, std::span<const uint16_t> 
   return n;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -7,7 +7,9 @@
 #include "tqref/decode.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -125,4 +127,4 @@ std::vector<std::string> observed_entries(const GoldenCase& c, const std::vector
   return seen;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // SplitMix64 (Steele, Lea, Flood 2014): seeds xoshiro and derives per-case seeds.
 inline uint64_t splitmix64(uint64_t& state) {
@@ -95,4 +95,4 @@ class Rng {
   uint64_t s_[4];
 };
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -6,7 +6,7 @@
 #include "tqref/contract.h"
 #include "tqref/format.h"
 
-namespace tqref::common {
+namespace tqref::cases {
 
 namespace {
 
@@ -21,7 +21,7 @@ std::string over(const char* key, uint64_t v, uint64_t lo, uint64_t hi) {
 
 }  // namespace
 
-std::string check_spec(const golden::CaseSpec& s) {
+std::string check_spec(const CaseSpec& s) {
   const bool dec = s.kind == CaseKind::decode;
   // Decode cases are built for the build the engine's dispatch picks (engine_hdim):
   // head_dim up to the largest HDIM; head_dim != HDIM is outside the contract (docs/spec.md 5.1).
@@ -48,7 +48,7 @@ std::string check_spec(const golden::CaseSpec& s) {
     if (dec && (s.seq_lens[i] < 0 || s.seq_lens[i] > (1 << 20)))
       return "seq_lens[" + str(i) + "] = " + std::to_string(s.seq_lens[i]) + "; allowed: 0 .. 2^20";
   // Positions written: the writer's tokens, or every built sequence's positions for a decode pair.
-  const std::vector<int32_t> lens = dec ? golden::built_seq_lens(s) : std::vector<int32_t>{};
+  const std::vector<int32_t> lens = dec ? built_seq_lens(s) : std::vector<int32_t>{};
   uint64_t positions = dec ? 0 : s.num_tokens;
   for (int32_t L : lens) positions += uint64_t(L);
   // Blocks: every position in its own block at worst (block tables round up per sequence), plus spares.
@@ -61,7 +61,7 @@ std::string check_spec(const golden::CaseSpec& s) {
   return over_budget(memory_bytes(s), "building the spec (pools, inputs and outputs, pads and spares)");
 }
 
-std::string SpecTotal::add(const golden::CaseSpec& s) {
+std::string SpecTotal::add(const CaseSpec& s) {
   if (std::string why = check_spec(s); !why.empty()) return why;
   bytes_ = add_sat(bytes_, memory_bytes(s));
   if (bytes_ <= kMaxSweepBytes) return "";
@@ -69,9 +69,9 @@ std::string SpecTotal::add(const golden::CaseSpec& s) {
          " (256 GiB; split it into several files)";
 }
 
-uint64_t memory_bytes(const golden::CaseSpec& s) {
+uint64_t memory_bytes(const CaseSpec& s) {
   const bool dec = s.kind == CaseKind::decode;
-  const std::vector<int32_t> lens = dec ? golden::built_seq_lens(s) : std::vector<int32_t>{};
+  const std::vector<int32_t> lens = dec ? built_seq_lens(s) : std::vector<int32_t>{};
   uint64_t positions = dec ? 0 : add_sat(s.num_tokens, s.padding_tokens), longest = 0;
   for (int32_t L : lens)
     if (L > 0) positions = add_sat(positions, uint64_t(L)), longest = std::max<uint64_t>(longest, uint64_t(L));
@@ -94,4 +94,4 @@ uint64_t memory_bytes(const golden::CaseSpec& s) {
   return add_sat(bytes, decode);
 }
 
-}  // namespace tqref::common
+}  // namespace tqref::cases

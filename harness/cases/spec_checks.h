@@ -7,20 +7,20 @@
 
 #include "cases/case_spec.h"
 
-namespace tqref::common {
+namespace tqref::cases {
 
 // A generator spec (suite entry or YAML sweep point) before anything is built: SPEC ranges and
 // the sweep limits of docs/bad-input.md (so one spec's buffers stay below kMaxSpecPoolBytes).
 inline constexpr uint64_t kMaxSpecPoolBytes = uint64_t(1) << 32;
 // Also: the spec's memory_bytes() within the memory budget (io/memory_budget.h).
-std::string check_spec(const golden::CaseSpec& s);
+std::string check_spec(const CaseSpec& s);
 
 // Upper bound of the memory the spec's cases take once built (a decode spec builds its writer case
 // too), computed in 64 bits with saturation from every parameter, pads and spares included: the
 // pools twice per case (initial and expected) plus the builder's working copy, the inputs, the
 // outputs and the decode diagnostics. The generator holds a batch of built cases at a time
 // (cases/generate.cpp); a sweep's total is bounded by kMaxSweepBytes (cases/config.cpp).
-uint64_t memory_bytes(const golden::CaseSpec& s);
+uint64_t memory_bytes(const CaseSpec& s);
 
 // The sum of memory_bytes over one sweep file: the data the generator will build and write.
 inline constexpr uint64_t kMaxSweepBytes = uint64_t(256) << 30;
@@ -30,10 +30,10 @@ inline constexpr uint64_t kMaxSweepBytes = uint64_t(256) << 30;
 class SpecTotal {
  public:
   // "" or the problem of the spec or of the total so far.
-  std::string add(const golden::CaseSpec& s);
+  std::string add(const CaseSpec& s);
 
  private:
   uint64_t bytes_ = 0;
 };
 
-}  // namespace tqref::common
+}  // namespace tqref::cases

@@ -9,7 +9,9 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -174,9 +176,9 @@ const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t) 
   return groups[i];
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 namespace {
 
@@ -210,4 +212,4 @@ bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out) {
   return false;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

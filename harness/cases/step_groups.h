@@ -10,7 +10,7 @@
 
 #include "tqref/format.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 struct SensitiveGroup {
   std::array<uint16_t, kGroupSize> x;  // bf16
@@ -33,9 +33,9 @@ const std::vector<SensitiveGroup>& step_sensitive_groups(const FormatTraits& t);
 // formats (tests/test_variants.cpp): why ulp+-:w-inv-div is excluded from coverage.
 std::vector<std::array<uint16_t, kGroupSize>> inverse_scale_sensitive_groups(const FormatTraits& t);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // A V group (out[0..15], bf16) that the writer quantises to scale byte sb with code c in dims
 // 1..15 (dim 0 holds the extreme code, which fixes the scaling); false if no such group of this
@@ -49,4 +49,4 @@ bool craft_group(const FormatTraits& t, uint32_t c, uint8_t sb, uint16_t* out);
 // format has no code and scale byte whose value is a midpoint (turbo2v).
 bool midpoint_group(const FormatTraits& t, uint64_t pick, uint16_t* out);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

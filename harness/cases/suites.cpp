@@ -7,7 +7,9 @@
 #include "cases/model_table.h"
 #include "cases/observe.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -292,4 +294,4 @@ std::vector<CaseSpec> suite_specs(const std::string& name) {
   throw std::invalid_argument("unknown suite '" + name + "'; allowed: smoke, standard, stress, models, pools, flags");
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -4,7 +4,7 @@
 
 #include "tqref/numeric.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 std::vector<ThresholdProbe> threshold_probes(const Ex2Profile& ex2, float thresh) {
   // ln(1e-3) = -6.9078; bracket the threshold's x by bisection on the monotone EXPF first, so
@@ -36,4 +36,4 @@ std::vector<ThresholdProbe> threshold_probes(const Ex2Profile& ex2, float thresh
   return out;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -5,7 +5,7 @@
 
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 struct ThresholdProbe {
   float x;       // score - running max (negative)
@@ -19,4 +19,4 @@ struct ThresholdProbe {
 // present only when THRESH itself is. Each returned x is the first (largest) x with its factor.
 std::vector<ThresholdProbe> threshold_probes(const Ex2Profile& ex2, float thresh);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

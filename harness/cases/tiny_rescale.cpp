@@ -7,7 +7,7 @@
 #include "tqref/contract.h"
 #include "tqref/numeric.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 bool tiny_rescale_high(uint32_t seq, uint32_t L, uint32_t window, uint32_t pos) {
   const uint32_t start = window_start(L, window);
@@ -48,4 +48,4 @@ uint16_t subnormal_rescale_low_k0(uint32_t seq, uint32_t head_dim, float inv_sqr
   return low_k0("subnormal_rescale", kDelta[seq % 2], head_dim, inv_sqrt_d, -126.0f, -117.0f);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -17,7 +17,7 @@
 
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 bool tiny_rescale_high(uint32_t seq, uint32_t L, uint32_t window, uint32_t pos);
 
@@ -33,4 +33,4 @@ uint16_t tiny_rescale_low_k0(uint32_t seq, uint32_t head_dim, float inv_sqrt_d);
 uint16_t subnormal_rescale_low_k0(uint32_t seq, uint32_t head_dim, float inv_sqrt_d);
 inline constexpr float kSubnormalRescaleV = 0.00390625f;  // 2^-8, the lows' V scale
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -20,9 +20,10 @@
 #include "tqref/contract.h"
 #include "tqref/decode.h"
 
-namespace tqref::trace {
+namespace tqref::cases {
 
 using golden::GoldenCase;
+using namespace trace;  // the trace file the cases are built from (harness/io)
 
 namespace {
 
@@ -102,7 +103,7 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
   std::string name = "real_" + name_token(m.model_name) + "_" + sq.name + "_layer" + std::to_string(u.layer) +
                      "_" + ft.name + "_hdim" + std::to_string(HD) +
                      (uint32_t(D) != HD ? "_pad" + std::to_string(D) : "") + "_bs" + std::to_string(B);
-  golden::Rng rng(seed);
+  Rng rng(seed);
 
   // ---- pool: logical block j of the sequence lives in physical block perm[j] ----------------
   const uint32_t nblk = (uint32_t(T) + B - 1) / B, NB = nblk + 1;  // one spare (poisoned) block
@@ -126,7 +127,7 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
     k_rows.insert(k_rows.end(), K.begin() + int64_t(p) * n, K.begin() + int64_t(p + 1) * n);
     v_rows.insert(v_rows.end(), V.begin() + int64_t(p) * n, V.begin() + int64_t(p + 1) * n);
   }
-  golden::CaseSpec ws;
+  CaseSpec ws;
   ws.kind = golden::CaseKind::writer;
   ws.format = u.format;
   ws.head_dim = HD;
@@ -134,9 +135,8 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
   ws.block_size = B;
   ws.num_tokens = uint32_t(T);
   ws.padding_tokens = opt.padding_tokens;
-  ws.layout = golden::Layout::shuffled;
-  GoldenCase wc = golden::build_writer_from_tokens(ws, name + "__writer", seed, NB, slots, k_rows,
-                                                   v_rows);
+  ws.layout = Layout::shuffled;
+  GoldenCase wc = build_writer_from_tokens(ws, name + "__writer", seed, NB, slots, k_rows, v_rows);
   const std::string source = "trace " + trace_name + " " + sq.name + " layer " +
                              std::to_string(u.layer) + " (" + m.model_name + ")";
   const std::string padding = uint32_t(D) == HD ? std::string("head_dim ") + std::to_string(D)
@@ -172,7 +172,7 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
     std::copy_n(Q.begin() + int64_t(qpos[s]) * p.q_stride, p.q_stride,
                 q.begin() + int64_t(s) * p.q_stride);
   }
-  golden::DecodeInputs in;
+  DecodeInputs in;
   in.name = name;
   in.distribution = "trace";
   in.seed = seed;
@@ -187,8 +187,8 @@ std::vector<GoldenCase> build_unit(const Trace& t, const std::string& trace_name
   // Positions up to the last query are read; later ones are written, but no query reaches them.
   for (int pos = 0; pos < T; ++pos)
     (pos <= qpos.back() ? in.read_slots : in.unread_slots).push_back(slot_of(pos));
-  golden::DecodeStats st;
-  GoldenCase dc = golden::finish_decode_case(std::move(in), wc, ex2, &st);
+  DecodeStats st;
+  GoldenCase dc = finish_decode_case(std::move(in), wc, ex2, &st);
   std::string qs;
   for (int pos : qpos) qs += (qs.empty() ? "" : ",") + std::to_string(pos);
   dc.exercises = "decode: " + source + ", " + padding + ", queries at positions " + qs +
@@ -279,7 +279,7 @@ std::vector<GoldenCase> build_trace_cases(const Trace& t, const std::string& tra
   for (int64_t i = 0; i < int64_t(units.size()); ++i) {
     try {
       built[size_t(i)] = build_unit(t, trace_name, units[size_t(i)], opt,
-                                    golden::case_seed(opt.seed, uint64_t(i)) & 0x7FFFFFFFFFFFFFFFull, ex2);
+                                    case_seed(opt.seed, uint64_t(i)) & 0x7FFFFFFFFFFFFFFFull, ex2);
     } catch (...) {
       errors[size_t(i)] = std::current_exception();
     }
@@ -325,4 +325,4 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
   return cases.size();
 }
 
-}  // namespace tqref::trace
+}  // namespace tqref::cases

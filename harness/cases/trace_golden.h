@@ -17,9 +17,9 @@
 #include "io/trace_file.h"
 #include "tqref/ex2.h"
 
-namespace tqref::trace {
+namespace tqref::cases {
 
-// slot -1 tokens per writer case: as many as a sweep's padding_tokens (common::check_spec).
+// slot -1 tokens per writer case: as many as a sweep's padding_tokens (cases::check_spec).
 inline constexpr uint32_t kMaxPaddingTokens = 1u << 16;
 
 // An option outside what this trace and the memory budget allow (a usage error: the CLI's exit 2).
@@ -44,7 +44,8 @@ struct TraceGoldenOptions {
 // the cases' memory (all of them are held until the file is written) is checked against the
 // budget: TraceOptionError when --trace-padding-tokens alone takes it past the budget (naming the
 // padding this trace allows), std::invalid_argument when the chosen sequences and layers do.
-std::vector<golden::GoldenCase> build_trace_cases(const Trace& t, const std::string& trace_name,
+std::vector<golden::GoldenCase> build_trace_cases(const trace::Trace& t,
+                                                  const std::string& trace_name,
                                                   const TraceGoldenOptions& opt,
                                                   const Ex2Profile& ex2);
 
@@ -54,4 +55,4 @@ size_t generate_trace_golden(const std::string& trace_path, const std::string& o
                              const TraceGoldenOptions& opt, const Ex2Profile& ex2,
                              const std::string& command_line);
 
-}  // namespace tqref::trace
+}  // namespace tqref::cases

@@ -5,7 +5,7 @@
 
 #include "tqref/numeric.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 uint16_t to_bf16(double x) { return f32_to_bf16(float(x)); }
 
@@ -133,4 +133,4 @@ void poison_bf16(Rng& rng, std::span<uint16_t> elems) {
   for (auto& e : elems) e = uint16_t(0x7FC0 | (rng.next() & 0x803F));  // NaN patterns
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

@@ -7,7 +7,7 @@
 #include "cases/case_spec.h"
 #include "cases/rng.h"
 
-namespace tqref::golden {
+namespace tqref::cases {
 
 // bf16 of a double, rounded twice (double -> float -> bf16), both correctly rounded.
 uint16_t to_bf16(double x);
@@ -33,4 +33,4 @@ void poison_v_pool(Rng& rng, std::span<uint8_t> pool, const CacheGeometry& g, ui
 // Padding elements of strided bf16 rows (key/value/q beyond n): NaN patterns.
 void poison_bf16(Rng& rng, std::span<uint16_t> elems);
 
-}  // namespace tqref::golden
+}  // namespace tqref::cases

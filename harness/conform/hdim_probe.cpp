@@ -10,7 +10,7 @@
 namespace tqref::conform {
 
 golden::GoldenCase hdim_probe_case(Format f, uint32_t hdim, float threshold, const Ex2Profile& ex2) {
-  golden::CaseSpec s;
+  cases::CaseSpec s;
   s.kind = golden::CaseKind::decode;
   s.format = f;
   s.head_dim = hdim;
@@ -21,7 +21,7 @@ golden::GoldenCase hdim_probe_case(Format f, uint32_t hdim, float threshold, con
   s.q_per_kv = 1;
   s.block_size = 16;
   s.seq_lens = {1, 0, 0, 1, 0, 0, 1, 0, 0};
-  s.dist = golden::Dist::gaussian;
+  s.dist = cases::Dist::gaussian;
   s.threshold = threshold;
   std::vector<golden::GoldenCase> pair = build_cases(s, 0, 0x5EED0F11DA7Aull + hdim, &ex2);
   golden::GoldenCase c = std::move(pair.back());  // {linked writer, decode}
@@ -29,7 +29,7 @@ golden::GoldenCase hdim_probe_case(Format f, uint32_t hdim, float threshold, con
   return c;
 }
 
-ProbeWrites observe_probe_writes(const golden::GoldenCase& c, const golden::CaseResult& r) {
+ProbeWrites observe_probe_writes(const golden::GoldenCase& c, const judge::CaseResult& r) {
   ProbeWrites w;
   w.head_dim = c.d.p.head_dim;
   w.error = r.error;
@@ -38,7 +38,7 @@ ProbeWrites observe_probe_writes(const golden::GoldenCase& c, const golden::Case
     if (w.error.empty()) w.error = "no output buffer";
     return w;
   }
-  const golden::GuardedBuffer& out = it->second;
+  const judge::GuardedBuffer& out = it->second;
   const uint32_t D = w.head_dim, S = c.d.p.num_seqs;
   auto changed = [&](uint64_t row, uint32_t k) {
     uint16_t got;
@@ -54,8 +54,8 @@ ProbeWrites observe_probe_writes(const golden::GoldenCase& c, const golden::Case
       if (s + 2 < S && changed(s + 2, k)) ++w.far;
     }
   }
-  for (uint64_t i = 0; i < golden::kGuardBytes; ++i)
-    w.guard_after += out.bytes[golden::kGuardBytes + out.size() + i] != golden::guard_byte(i);
+  for (uint64_t i = 0; i < judge::kGuardBytes; ++i)
+    w.guard_after += out.bytes[judge::kGuardBytes + out.size() + i] != judge::guard_byte(i);
   return w;
 }
 

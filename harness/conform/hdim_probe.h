@@ -46,7 +46,7 @@ struct ProbeWrites {
   uint64_t guard_after = 0;       // guard bytes changed after the output buffer
   std::string error;              // the launch failed
 };
-ProbeWrites observe_probe_writes(const golden::GoldenCase& probe, const golden::CaseResult& r);
+ProbeWrites observe_probe_writes(const golden::GoldenCase& probe, const judge::CaseResult& r);
 
 // The HDIM one launch's writes show (0: they decide nothing) and the sentence that says why.
 struct WriteEvidence {

@@ -39,15 +39,15 @@ std::string join(const std::vector<std::string>& v) {
 std::string passing_case_changed(const ModuleResult& m, const Variant& v) {
   for (const SuiteRun& su : m.suites) {
     std::vector<std::string> passing;
-    for (const golden::CaseVerdict& c : su.verdicts)
+    for (const judge::CaseVerdict& c : su.verdicts)
       if (c.pass) passing.push_back(c.name);
     if (passing.empty()) continue;
     h5::Node root = h5::Node::open_file(su.file);
-    const std::optional<Ex2Profile> ex2 = golden::ex2_for_file(golden::read_provenance(root), su.file);
+    const std::optional<Ex2Profile> ex2 = judge::ex2_for_file(golden::read_provenance(root), su.file);
     h5::Node cases = root.group("cases");
     for (const std::string& name : passing) {
       const golden::GoldenCase c = golden::read_case(cases, name, false);
-      if (golden::variant_observed(c, v, ex2 ? &*ex2 : nullptr)) return su.suite + "/" + name;
+      if (cases::variant_observed(c, v, ex2 ? &*ex2 : nullptr)) return su.suite + "/" + name;
     }
   }
   return "";
@@ -59,7 +59,7 @@ ModulePin pin_module(const ModuleResult& m) {
   ModulePin p;
   bool first = true, unexplained = false;
   for (const SuiteRun& su : m.suites)
-    for (const golden::CaseVerdict& c : su.verdicts) {
+    for (const judge::CaseVerdict& c : su.verdicts) {
       if (c.pass || !c.error.empty()) continue;
       std::vector<std::string> ids = reproducers(c.explanation.diagnosis);
       unexplained |= ids.empty();

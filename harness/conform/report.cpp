@@ -31,14 +31,14 @@ std::string cell(std::string s) {
   return s;
 }
 
-std::string level_name(golden::Level l) {
-  return l == golden::Level::W ? "W (exact)" : l == golden::Level::D ? "D (exact)" : "T (tolerance)";
+std::string level_name(judge::Level l) {
+  return l == judge::Level::W ? "W (exact)" : l == judge::Level::D ? "D (exact)" : "T (tolerance)";
 }
 
 std::string kernel_verdict(const KernelTotals& t) {
   if (t.failed || t.i_failed) return "**FAIL**";
   if (t.cases == 0) return "not checked";
-  return t.level == golden::Level::T ? "pass (T only)" : "pass";
+  return t.level == judge::Level::T ? "pass (T only)" : "pass";
 }
 
 std::string invariance_cell(const ConformResult& r, const KernelTotals& t) {
@@ -134,11 +134,11 @@ std::string coverage_md(const RunCoverage& c) {
 }  // namespace
 
 std::string replay_command(const ConformResult& r, const ModuleResult& m, const std::string& reproducer,
-                           golden::Level level) {
+                           judge::Level level) {
   std::string c = "tqref check " + reproducer + " --backend gpu --module " + m.file.path;
   if (m.hdim) c += " --hdim " + std::to_string(m.hdim);
   if (r.threshold != kSparseVThreshold) c += " --threshold " + fmt_float(r.threshold);
-  if (level == golden::Level::T || level == golden::Level::I) c += " --level " + golden::level_letter(level);
+  if (level == judge::Level::T || level == judge::Level::I) c += " --level " + judge::level_letter(level);
   return c;
 }
 
@@ -151,9 +151,9 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
                                      : r.ex2_profile_id + " (`" + r.ex2_profile_path + "`)") + " |\n";
   if (!r.ex2_note.empty()) s += "| EX2 note | " + cell(r.ex2_note) + " |\n";
   s += "| THRESH | " + fmt_float(r.threshold) + " |\n";
-  s += "| dispatch | " + cell(golden::dispatch_rule_name(r.dispatch)) + (r.dispatch == golden::DispatchRule::published ? " (HDIM=128 build for head_dim <= 128, "
+  s += "| dispatch | " + cell(judge::dispatch_rule_name(r.dispatch)) + (r.dispatch == judge::DispatchRule::published ? " (HDIM=128 build for head_dim <= 128, "
        "HDIM=256 above)" : " (only head_dim == HDIM)") + "; launches with head_dim != HDIM judged " +
-       (r.out_of_contract == golden::OutOfContractLevel::T ? "against fp64 (level T)" : "bit for bit against docs/spec.md section 5.1") + " |\n";
+       (r.out_of_contract == judge::OutOfContractLevel::T ? "against fp64 (level T)" : "bit for bit against docs/spec.md section 5.1") + " |\n";
   s += "| tqref | " + cell(r.tqref_version) + " (commit " + cell(r.git_commit) + ") |\n";
   s += "| started | " + r.started_utc + ", " + seconds(r.seconds) + " |\n";
   s += "| command | `" + cell(r.command_line) + "` |\n";
@@ -203,25 +203,25 @@ std::string report_markdown(const ConformResult& r, size_t per_case) {
          "replays just that case on this GPU.\n\n";
     for (const auto& m : r.modules)
       for (const auto& su : m.suites) {
-        std::map<std::string, const golden::LevelTVerdict*> tv;
+        std::map<std::string, const judge::LevelTVerdict*> tv;
         for (const auto& t : su.tolerance) tv[t.name] = &t;
         for (const auto& v : su.verdicts) {
           if (v.pass) continue;
           s += "### " + m.tag + " / " + su.suite + " / " + v.name + "\n\n```\n";
           const auto t = tv.find(v.name);
-          s += t != tv.end() ? golden::level_t_text(*t->second) + golden::explanation_text(v.explanation)
-                             : golden::report_text(v, per_case);
+          s += t != tv.end() ? judge::level_t_text(*t->second) + judge::explanation_text(v.explanation)
+                             : judge::report_text(v, per_case);
           s += "```\n\n";
           const auto rp = su.reproducers.find(v.name);
           if (rp != su.reproducers.end())
-            s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? golden::Level::T : golden::Level::D) + "`\n\n";
+            s += "Replay: `" + replay_command(r, m, rp->second, t != tv.end() ? judge::Level::T : judge::Level::D) + "`\n\n";
         }
         for (const auto& l : su.invariance) {
           if (l.pass) continue;
-          s += "### " + m.tag + " / " + su.suite + " / " + l.name + " (level I)\n\n```\n" + golden::level_i_text(l) +
+          s += "### " + m.tag + " / " + su.suite + " / " + l.name + " (level I)\n\n```\n" + judge::level_i_text(l) +
                "```\n\n";
           const auto rp = su.reproducers.find(l.name);
-          if (rp != su.reproducers.end()) s += "Replay: `" + replay_command(r, m, rp->second, golden::Level::I) + "`\n\n";
+          if (rp != su.reproducers.end()) s += "Replay: `" + replay_command(r, m, rp->second, judge::Level::I) + "`\n\n";
         }
       }
   }
@@ -239,7 +239,7 @@ Json coverage_json(const RunCoverage& c) {
 Json kernels_json(const ModuleResult& m) {
   Json k = Json::object();
   for (const auto& [name, t] : kernel_totals(m))
-    k[name] = {{"level", golden::level_letter(t.level)},
+    k[name] = {{"level", judge::level_letter(t.level)},
                {"cases", t.cases},
                {"passed", t.passed},
                {"failed", t.failed},
@@ -249,15 +249,15 @@ Json kernels_json(const ModuleResult& m) {
 }
 
 Json suite_json(const ConformResult& r, const ModuleResult& m, const SuiteRun& su) {
-  const golden::RunInfo run{su.file, "gpu " + m.file.path, "none", r.git_commit, r.ex2_profile_id};
+  const judge::RunInfo run{su.file, "gpu " + m.file.path, "none", r.git_commit, r.ex2_profile_id};
   Json j = {{"suite", su.suite},
             {"skipped", Json::object()},
             {"reproducers", Json::object()},
-            {"check", golden::report_json(run, su.verdicts)}};
+            {"check", judge::report_json(run, su.verdicts)}};
   for (const auto& [why, n] : su.skipped) j["skipped"][why] = n;
   for (const auto& [c, p] : su.reproducers) j["reproducers"][c] = p;
-  if (!su.tolerance.empty()) j["tolerance"] = golden::level_t_json(su.tolerance, r.topt);
-  if (!su.invariance.empty()) j["invariance"] = golden::level_i_json(su.invariance);
+  if (!su.tolerance.empty()) j["tolerance"] = judge::level_t_json(su.tolerance, r.topt);
+  if (!su.invariance.empty()) j["invariance"] = judge::level_i_json(su.invariance);
   return j;
 }
 
@@ -281,7 +281,7 @@ Json module_json(const ConformResult& r, const ModuleResult& m) {
           {"hdim_why", m.hdim_why},
           {"builtin", m.builtin},
           {"pin", m.pin},
-          {"decoder_level", golden::level_letter(m.decoder_level)},
+          {"decoder_level", judge::level_letter(m.decoder_level)},
           {"fault", m.fault},
           {"error", m.error},
           {"kernels", kernels_json(m)},
@@ -310,8 +310,8 @@ std::string report_json(const ConformResult& r) {
                   {"ex2_profile_path", r.ex2_profile_path},
                   {"ex2_note", r.ex2_note},
                   {"threshold", report::json_number(r.threshold, "%.9g")},
-                  {"dispatch", golden::dispatch_rule_name(r.dispatch)},
-                  {"out_of_contract", r.out_of_contract == golden::OutOfContractLevel::T ? "T" : "D"},
+                  {"dispatch", judge::dispatch_rule_name(r.dispatch)},
+                  {"out_of_contract", r.out_of_contract == judge::OutOfContractLevel::T ? "T" : "D"},
                   {"coverage", coverage_json(r.coverage)},
                   {"suites", std::move(suites)},
                   {"modules", std::move(modules)}};
@@ -320,9 +320,9 @@ std::string report_json(const ConformResult& r) {
 
 std::string report_junit(const ConformResult& r) {
   // The modules themselves: one testcase each (loaded, holds contract kernels, HDIM established).
-  std::vector<golden::CaseVerdict> mods;
+  std::vector<judge::CaseVerdict> mods;
   for (const auto& m : r.modules) {
-    golden::CaseVerdict v;
+    judge::CaseVerdict v;
     v.name = m.tag;
     v.kernel = "module";
     v.kind = "module";
@@ -335,16 +335,16 @@ std::string report_junit(const ConformResult& r) {
     mods.push_back(std::move(v));
   }
   std::vector<report::JunitSuite> suites{
-      golden::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods)};
+      judge::report_junit({"modules", "tqref-conform-modules", "none", r.git_commit, r.ex2_profile_id}, mods)};
   for (const auto& m : r.modules)
     for (const auto& su : m.suites) {
-      suites.push_back(golden::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
-                                            su.verdicts));
+      suites.push_back(judge::report_junit({su.file, m.tag + ":" + su.suite, "none", r.git_commit, r.ex2_profile_id},
+                                           su.verdicts));
       if (su.invariance.empty()) continue;
-      std::vector<golden::CaseVerdict> iv;
-      for (const auto& l : su.invariance) iv.push_back(golden::level_i_case_verdict(l));
+      std::vector<judge::CaseVerdict> iv;
+      for (const auto& l : su.invariance) iv.push_back(judge::level_i_case_verdict(l));
       suites.push_back(
-          golden::report_junit({su.file, m.tag + ":" + su.suite + ":I", "none", r.git_commit, r.ex2_profile_id}, iv));
+          judge::report_junit({su.file, m.tag + ":" + su.suite + ":I", "none", r.git_commit, r.ex2_profile_id}, iv));
     }
   return report::junit_text("tqref-conform", suites);
 }

@@ -15,7 +15,7 @@ namespace tqref::conform {
 
 // The command that replays one failing case alone (reproducer file) on the GPU.
 std::string replay_command(const ConformResult& r, const ModuleResult& m, const std::string& reproducer,
-                           golden::Level level);
+                           judge::Level level);
 
 std::string report_markdown(const ConformResult& r, size_t mismatches_per_case);
 std::string report_json(const ConformResult& r);

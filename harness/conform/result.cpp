@@ -38,10 +38,10 @@ bool may_hold_contract_kernels(const ModuleInspection& i) {
 
 std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m) {
   std::map<std::string, KernelTotals> t;
-  for (const std::string& k : m.found) t[k].level = is_decoder_kernel(k) ? m.decoder_level : golden::Level::W;
+  for (const std::string& k : m.found) t[k].level = is_decoder_kernel(k) ? m.decoder_level : judge::Level::W;
   for (const SuiteRun& s : m.suites) {
     for (const auto& [k, n] : s.skipped_per_kernel) t[k].skipped += n;
-    for (const golden::CaseVerdict& v : s.verdicts) {
+    for (const judge::CaseVerdict& v : s.verdicts) {
       KernelTotals& k = t[v.kernel];
       ++k.cases;
       ++(v.pass ? k.passed : k.failed);
@@ -50,7 +50,7 @@ std::map<std::string, KernelTotals> kernel_totals(const ModuleResult& m) {
         if (it != v.categories.end()) k.guard_violations += it->second;
       }
     }
-    for (const golden::LevelIVerdict& v : s.invariance) {
+    for (const judge::LevelIVerdict& v : s.invariance) {
       KernelTotals& k = t[v.kernel];
       ++k.i_cases;
       ++(v.pass ? k.i_passed : k.i_failed);
@@ -115,7 +115,7 @@ std::string verdict_line(const ConformResult& r) {
   if (code == 0) {
     bool level_t = false;
     for (const auto& m : r.modules)
-      for (const auto& [k, t] : kernel_totals(m)) level_t = level_t || t.level == golden::Level::T;
+      for (const auto& [k, t] : kernel_totals(m)) level_t = level_t || t.level == judge::Level::T;
     const std::string inv = r.invariance ? " and level I (invariance)" : "";
     return level_t ? "PASS (exit 0): every kernel passed every case" + inv +
                          "; some decoders only at level T (tolerance), not bit for bit"

@@ -21,9 +21,9 @@ namespace tqref::conform {
 struct SuiteRun {
   std::string suite;  // "smoke", "standard", "real" or the path given
   std::string file;   // the golden file read
-  std::vector<golden::CaseVerdict> verdicts;     // every case judged (exact or level T)
-  std::vector<golden::LevelTVerdict> tolerance;  // level T details, one per level-T verdict
-  std::vector<golden::LevelIVerdict> invariance; // level I, one per case judged (when run)
+  std::vector<judge::CaseVerdict> verdicts;      // every case judged (exact or level T)
+  std::vector<judge::LevelTVerdict> tolerance;   // level T details, one per level-T verdict
+  std::vector<judge::LevelIVerdict> invariance; // level I, one per case judged (when run)
   std::map<std::string, uint64_t> skipped;       // reason -> cases not launched for it
   std::map<std::string, uint64_t> skipped_per_kernel;  // kernel -> cases not launched
   std::map<std::string, std::string> reproducers;  // failing case -> reproducer file
@@ -43,7 +43,7 @@ struct ModuleResult {
                                 // false: decoders judged at level T
   std::string hdim_evidence;    // "stated", "writes", "values" or "none" (hdim_probe.h)
   std::string hdim_why;         // "--hdim", or the probe's sentence (hdim_probe.h)
-  golden::Level decoder_level = golden::Level::D;  // D or T
+  judge::Level decoder_level = judge::Level::D;  // D or T
   std::string decoder_level_why;
   std::vector<SuiteRun> suites;
   std::string fault;            // "<suite>/<case>" whose launch faulted the GPU ("" = none)
@@ -66,10 +66,10 @@ struct ConformResult {
   std::string arch;             // "sm_90"
   std::string ex2_profile_id, ex2_profile_path, ex2_note;  // id "" = no profile: decoders at T
   float threshold = 0;
-  golden::LevelTOptions topt;  // level T options the run used
+  judge::LevelTOptions topt;   // level T options the run used
   bool invariance = true;      // level I was run on every case (--no-invariance: not)
-  golden::DispatchRule dispatch = golden::DispatchRule::published;            // --dispatch
-  golden::OutOfContractLevel out_of_contract = golden::OutOfContractLevel::T;  // --out-of-contract
+  judge::DispatchRule dispatch = judge::DispatchRule::published;              // --dispatch
+  judge::OutOfContractLevel out_of_contract = judge::OutOfContractLevel::T;    // --out-of-contract
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> suites;  // name -> file
   std::vector<ModuleResult> modules;
@@ -81,7 +81,7 @@ ModuleResult new_module_result(const ModuleFile& f, size_t index);
 
 // Per-kernel totals over every suite of one module.
 struct KernelTotals {
-  golden::Level level = golden::Level::W;
+  judge::Level level = judge::Level::W;
   uint64_t cases = 0, passed = 0, failed = 0, skipped = 0;
   uint64_t guard_violations = 0;  // elements in "guard" and "input-modified" categories
   uint64_t i_cases = 0, i_passed = 0, i_failed = 0;  // level I (invariance) of the same cases

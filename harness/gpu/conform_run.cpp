@@ -41,7 +41,7 @@ ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const 
     if (!is_decoder_kernel(k) || !format_of_kernel(k, &f)) continue;
     const GoldenCase c = hdim_probe_case(f, hdim, o.threshold, ex2);
     ++p.kernels;
-    const golden::CaseResult r = b.run(c);
+    const judge::CaseResult r = b.run(c);
     if (!r.error.empty()) {
       if (p.error.empty()) p.error = r.error;
       if (!b.fault_case().empty()) {
@@ -53,7 +53,7 @@ ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const 
     // What it wrote decides the HDIM (hdim_probe.h); the values, which do not depend on the EX2
     // unit, are compared as they are.
     p.writes.push_back(hdim_from_writes(observe_probe_writes(c, r)));
-    const golden::CaseVerdict v = golden::compare_case(c, r);
+    const judge::CaseVerdict v = judge::compare_case(c, r);
     if (v.pass) ++p.exact;
     p.bytes_differing += v.bytes_differing;
   }
@@ -89,13 +89,13 @@ void establish_hdim(ModuleResult& m, const GpuRunOptions& o) {
     m.hdim_why = c.why;
   }
   if (!o.device_ex2) {
-    m.decoder_level = golden::Level::T;
+    m.decoder_level = judge::Level::T;
     m.decoder_level_why = "no EX2 profile for this GPU (tqref conform --calibrate measures one)";
   } else if (!m.hdim_exact) {
-    m.decoder_level = golden::Level::T;
+    m.decoder_level = judge::Level::T;
     m.decoder_level_why = "the HDIM probe decided nothing (neither the writes nor the values)";
   } else {
-    m.decoder_level = golden::Level::D;
+    m.decoder_level = judge::Level::D;
     m.decoder_level_why = "EX2 profile " + o.device_ex2->id() + " of this GPU";
   }
   std::printf("  decoders: HDIM %u (%s); level %c\n", m.hdim, m.hdim_why.c_str(), char(m.decoder_level));
@@ -113,11 +113,11 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
   try {
     h5::Node root = golden::open_golden_file(sf.path);
     const golden::Provenance prov = golden::read_provenance(root);
-    const std::optional<Ex2Profile> file_ex2 = golden::ex2_for_file(prov, sf.path);
+    const std::optional<Ex2Profile> file_ex2 = judge::ex2_for_file(prov, sf.path);
     const Ex2Profile* fex2 = file_ex2 ? &*file_ex2 : nullptr;
     gpu::GpuBackend backend(gpu::GpuOptions{o.device, m.file.path, m.hdim, o.threshold}, fex2);
-    const golden::Ex2Source src = backend.decode_ex2();
-    const bool level_t = m.decoder_level == golden::Level::T;
+    const judge::Ex2Source src = backend.decode_ex2();
+    const bool level_t = m.decoder_level == judge::Level::T;
     h5::Node cases = root.group("cases");
     for (const std::string& name : cases.children()) {
       // A case is read only by the modules that run it: the header (attributes) decides first,
@@ -126,12 +126,12 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
       const GoldenCase h = golden::read_case_header(cases, name, &pooled);
       const std::string kernel = golden::kernel_name(h.kind, h.format);
       if (!m.found.count(kernel)) continue;  // another module's kernel
-      std::string why = golden::dispatch_skip_reason(o.dispatch, h);
+      std::string why = judge::dispatch_skip_reason(o.dispatch, h);
       if (why.empty() && !pooled) why = backend.cannot_run(h);  // parameters only, unless pooled
       GoldenCase c;
       if (why.empty()) {
         // diagnostics hold the fp64 references: level T, and launches outside the contract
-        c = golden::read_case(cases, name, level_t || o.out_of_contract == golden::OutOfContractLevel::T);
+        c = golden::read_case(cases, name, level_t || o.out_of_contract == judge::OutOfContractLevel::T);
         if (pooled) why = backend.cannot_run(c);  // room on the device for its pools
       }
       if (!why.empty()) {
@@ -139,18 +139,18 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
         ++su.skipped_per_kernel[kernel];
         continue;
       }
-      golden::JudgedCase j = golden::run_and_judge(c, backend, src, fex2, level_t, o.topt, o.out_of_contract,
+      judge::JudgedCase j = judge::run_and_judge(c, backend, src, fex2, level_t, o.topt, o.out_of_contract,
                                                           anatomy::explain_with_known_units);
       bool failed = !j.verdict.pass;
       if (failed)
-        std::fputs(j.tolerance ? (golden::level_t_text(*j.tolerance) + golden::explanation_text(j.verdict.explanation)).c_str()
-                               : golden::report_text(j.verdict, o.show).c_str(), stdout);
+        std::fputs(j.tolerance ? (judge::level_t_text(*j.tolerance) + judge::explanation_text(j.verdict.explanation)).c_str()
+                               : judge::report_text(j.verdict, o.show).c_str(), stdout);
       su.verdicts.push_back(std::move(j.verdict));
       if (j.tolerance) su.tolerance.push_back(std::move(*j.tolerance));
       if (o.invariance && backend.fault_case().empty()) {
-        su.invariance.push_back(golden::judge_level_i(c, backend, o.iopt));
+        su.invariance.push_back(judge::judge_level_i(c, backend, o.iopt));
         if (!su.invariance.back().pass) {
-          std::fputs(golden::level_i_text(su.invariance.back()).c_str(), stdout);
+          std::fputs(judge::level_i_text(su.invariance.back()).c_str(), stdout);
           failed = true;
         }
       }

@@ -2,8 +2,8 @@
 // its contract kernels looked up by name, its decoders' HDIM established (--hdim or the probe of
 // hdim_probe.h, from what the decoders write), then every case of every suite whose kernel it
 // holds launched through the golden GPU backend (harness/gpu/gpu_backend.h), judged by
-// golden::run_and_judge (with the failure anatomy) and, unless switched off, at level I
-// (golden::judge_level_i), the same machinery as `tqref check --backend gpu --module`. Each module runs in its own retained primary context,
+// judge::run_and_judge (with the failure anatomy) and, unless switched off, at level I
+// (judge::judge_level_i), the same machinery as `tqref check --backend gpu --module`. Each module runs in its own retained primary context,
 // released before the next module, so a fault in one module does not poison the next.
 #pragma once
 #include <map>
@@ -26,11 +26,11 @@ struct GpuRunOptions {
   std::vector<SuiteFile> suites;          // found files
   std::string out_dir;                    // reproducers go to <out>/reproducers/<tag>/<suite>/
   size_t show = 4;                        // mismatch lines printed per failing case
-  golden::LevelTOptions topt;
+  judge::LevelTOptions topt;
   bool invariance = true;                 // level I on every case judged (level_i.h)
-  golden::LevelIOptions iopt;
-  golden::DispatchRule dispatch = golden::DispatchRule::published;   // --dispatch
-  golden::OutOfContractLevel out_of_contract = golden::OutOfContractLevel::T;  // --out-of-contract
+  judge::LevelIOptions iopt;
+  judge::DispatchRule dispatch = judge::DispatchRule::published;     // --dispatch
+  judge::OutOfContractLevel out_of_contract = judge::OutOfContractLevel::T;    // --out-of-contract
   const Ex2Profile* device_ex2 = nullptr; // this GPU's profile; null: decoders at level T
 };
 

@@ -85,7 +85,7 @@ bool generate_missing_suites(std::vector<SuiteFile>& suites, const std::string& 
     if (fs::exists(s.path)) continue;
     try {
       const Ex2Profile gen_ex2 = dev_ex2 ? *dev_ex2 : load_ex2_profile_for_arch("sm_90");
-      golden::generate_suite_file(s.name, s.path, &gen_ex2);
+      cases::generate_suite_file(s.name, s.path, &gen_ex2);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tqref conform: generating the %s suite failed: %s\n", s.name.c_str(), e.what());
       return false;
@@ -101,8 +101,8 @@ RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
   for (const SuiteFile& s : suites)
     if (s.name == "flags") order.insert(order.begin(), &s);
     else order.push_back(&s);
-  golden::Coverage cov = golden::empty_coverage();
-  for (const SuiteFile* s : order) golden::add_coverage(cov, s->path, true);
+  judge::Coverage cov = judge::empty_coverage();
+  for (const SuiteFile* s : order) judge::add_coverage(cov, s->path, true);
   return {cov.observable(), cov.total(), cov.blind()};
 }
 

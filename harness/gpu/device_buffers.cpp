@@ -8,9 +8,9 @@ namespace tqref::gpu {
 
 using golden::CaseKind;
 using golden::GoldenCase;
-using golden::GuardedBuffer;
-using golden::kGuardBytes;
-using golden::LaunchBuffer;
+using judge::GuardedBuffer;
+using judge::kGuardBytes;
+using judge::LaunchBuffer;
 
 namespace {
 
@@ -62,7 +62,7 @@ GuardedBuffer read_samples(const GoldenCase& c, const std::string& name, const D
 
 uint64_t device_bytes(const GoldenCase& c) {
   uint64_t n = 0;
-  for (const LaunchBuffer& b : golden::launch_buffers(c))
+  for (const LaunchBuffer& b : judge::launch_buffers(c))
     n += 2 * kGuardBytes +
          (whole_pool(c, b.name) ? c.sparse->pool_blocks * pool_block_bytes(c, b.name) : b.bytes.size());
   return n;
@@ -87,7 +87,7 @@ DeviceBuffer upload_buffer(const GoldenCase& c, const LaunchBuffer& b) {
   return d;
 }
 
-void download_buffer(const GoldenCase& c, const LaunchBuffer& b, const DeviceBuffer& dev, golden::CaseResult& r) {
+void download_buffer(const GoldenCase& c, const LaunchBuffer& b, const DeviceBuffer& dev, judge::CaseResult& r) {
   auto& to = b.output ? r.buffers : r.inputs;
   GuardedBuffer g;
   if (!whole_pool(c, b.name)) {

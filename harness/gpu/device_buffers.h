@@ -18,12 +18,12 @@ namespace tqref::gpu {
 // Device bytes the case's buffers take (whole pools for a sparse case, guards included).
 uint64_t device_bytes(const golden::GoldenCase& c);
 
-// Allocates and fills the device buffer of `b` (one of golden::launch_buffers(c)).
-DeviceBuffer upload_buffer(const golden::GoldenCase& c, const golden::LaunchBuffer& b);
+// Allocates and fills the device buffer of `b` (one of judge::launch_buffers(c)).
+DeviceBuffer upload_buffer(const golden::GoldenCase& c, const judge::LaunchBuffer& b);
 
 // Reads back buffer `b` after the launch into r.buffers (outputs) or r.inputs, as the judge
 // expects them (compare.h), with the samples of a sparse pool next to it.
-void download_buffer(const golden::GoldenCase& c, const golden::LaunchBuffer& b, const DeviceBuffer& dev,
-                     golden::CaseResult& r);
+void download_buffer(const golden::GoldenCase& c, const judge::LaunchBuffer& b, const DeviceBuffer& dev,
+                     judge::CaseResult& r);
 
 }  // namespace tqref::gpu

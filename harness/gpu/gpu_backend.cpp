@@ -16,10 +16,10 @@
 namespace tqref::gpu {
 
 using golden::CaseKind;
-using golden::CaseResult;
+using judge::CaseResult;
 using golden::GoldenCase;
-using golden::GuardedBuffer;
-using golden::kGuardBytes;
+using judge::GuardedBuffer;
+using judge::kGuardBytes;
 
 namespace {
 
@@ -30,9 +30,9 @@ std::string fmt_float(float f) {
 }
 
 // Which EX2 unit the GPU's decode results follow, compared with the file's profile.
-golden::Ex2Source make_ex2_source(const std::string& arch, const Ex2Profile* file_ex2,
-                                  const std::optional<Ex2Profile>& dev, const std::string& load_error) {
-  golden::Ex2Source s;
+judge::Ex2Source make_ex2_source(const std::string& arch, const Ex2Profile* file_ex2,
+                                 const std::optional<Ex2Profile>& dev, const std::string& load_error) {
+  judge::Ex2Source s;
   if (dev && (!file_ex2 || dev->id() == file_ex2->id())) return s;  // judged against the file
   s.same_as_file = false;
   if (dev) {
@@ -188,7 +188,7 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
   if (!f) throw Error(why, -1, false);
   // Each buffer: [guard][data][guard] on the device (whole pools for a pool of production size,
   // device_buffers.h).
-  const std::vector<golden::LaunchBuffer> bufs = golden::launch_buffers(c);
+  const std::vector<judge::LaunchBuffer> bufs = judge::launch_buffers(c);
   std::vector<DeviceBuffer> dev;
   dev.reserve(bufs.size());
   std::map<std::string, uint64_t> at;  // name -> device address of the data (after the guard)

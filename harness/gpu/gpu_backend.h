@@ -50,7 +50,7 @@ struct GpuOptions {
   bool gqa_decoders = false;
 };
 
-class GpuBackend : public golden::Backend {
+class GpuBackend : public judge::Backend {
  public:
   // Throws gpu::Error when there is no driver or device, ModuleError when the external module
   // cannot be loaded on this GPU (the message names the module, the GPU's architecture and what
@@ -59,9 +59,9 @@ class GpuBackend : public golden::Backend {
   ~GpuBackend() override;
 
   std::string name() const override;
-  golden::CaseResult run(const golden::GoldenCase& c) override;
+  judge::CaseResult run(const golden::GoldenCase& c) override;
   std::string cannot_run(const golden::GoldenCase& c) const override;
-  golden::Ex2Source decode_ex2() const override { return ex2_source_; }
+  judge::Ex2Source decode_ex2() const override { return ex2_source_; }
 
   const DeviceInfo& device() const { return ctx_.device(); }
   // The case after whose fault nothing more is launched ("" = none; a fault followed by a
@@ -77,7 +77,7 @@ class GpuBackend : public golden::Backend {
   const Module& module_for(const golden::GoldenCase& c) const;
   // The kernel of case c, or nullptr with *why set when the module lacks it.
   const Function* kernel_for(const golden::GoldenCase& c, std::string* why) const;
-  void launch_case(const golden::GoldenCase& c, golden::CaseResult& r);
+  void launch_case(const golden::GoldenCase& c, judge::CaseResult& r);
   // Applies common::after_launch_error to a fault of case `name`; notes on `error` what followed.
   void after_fault(const std::string& name, std::string& error);
   // Drops every module and kernel of the faulted context, resets it, checks that the device
@@ -93,7 +93,7 @@ class GpuBackend : public golden::Backend {
   mutable std::map<std::string, std::optional<Function>> kernels_;  // "<module>/<kernel>"
   mutable std::map<std::string, std::string> missing_; // same key -> why the kernel is absent
   std::optional<Ex2Profile> device_ex2_;
-  golden::Ex2Source ex2_source_;
+  judge::Ex2Source ex2_source_;
   std::string fault_case_;
   std::string not_launched_;  // error of the cases after fault_case_
   std::vector<std::string> faulted_cases_;

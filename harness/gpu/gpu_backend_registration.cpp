@@ -7,21 +7,21 @@ namespace tqref::gpu {
 
 namespace {
 
-std::unique_ptr<golden::Backend> open_gpu_backend(const golden::BackendOptions& o, const Ex2Profile* ex2) {
+std::unique_ptr<judge::Backend> open_gpu_backend(const judge::BackendOptions& o, const Ex2Profile* ex2) {
   try {
     return std::make_unique<GpuBackend>(
         GpuOptions{o.device, o.module, o.hdim, o.threshold, o.launch_timeout,
                    /*reset_after_fault=*/true, o.variant == "gqa"},
         ex2);
   } catch (const ModuleError& e) {
-    throw golden::BackendError(kExitBadInput, e.what());
+    throw judge::BackendError(kExitBadInput, e.what());
   } catch (const Error& e) {
-    throw golden::BackendError(e.fault ? kExitGpuFault : kExitNoDevice,
-                               std::string("--backend gpu: no usable GPU: ") + e.what());
+    throw judge::BackendError(e.fault ? kExitGpuFault : kExitNoDevice,
+                              std::string("--backend gpu: no usable GPU: ") + e.what());
   }
 }
 
-const bool registered = golden::register_backend("gpu", &open_gpu_backend);
+const bool registered = judge::register_backend("gpu", &open_gpu_backend);
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 // SPEC's types (sections 4 and 5): pointers as CUdeviceptr (8 bytes), u32, u64 and f32. A wrong
 // order or width here is silent on the GPU (the kernel reads garbage strides), so the layout the
 // kernel sees is also computed on the host (param_bytes) and unit-tested against SPEC
-// (tests/test_gpu_backend.cpp). No cuda.h here: host-only code and tests compile without it.
+// (tests/test_cuda_build.cpp). No cuda.h here: host-only code and tests compile without it.
 #pragma once
 #include <array>
 #include <cstddef>

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 GuardedBuffer GuardedBuffer::with_guards(const std::vector<uint8_t>& init) {
   GuardedBuffer g;
@@ -45,4 +47,4 @@ std::vector<std::string> backend_names() {
   return r;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

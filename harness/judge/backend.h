@@ -14,7 +14,7 @@
 #include "io/golden_case.h"
 #include "tqref/format.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // Bytes before and after each device buffer. A backend fills them with guard_byte(i) before the
 // launch and returns them as found afterwards; any change is an out-of-bounds write. 4 KiB: an
@@ -56,10 +56,10 @@ struct Ex2Source {
 struct Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  virtual CaseResult run(const GoldenCase& c) = 0;
+  virtual CaseResult run(const golden::GoldenCase& c) = 0;
   // "" when this backend can launch case c; otherwise why not (its module lacks the kernel, or
   // was built for another HDIM or THRESH). `tqref check` reports such cases as skipped.
-  virtual std::string cannot_run(const GoldenCase&) const { return ""; }
+  virtual std::string cannot_run(const golden::GoldenCase&) const { return ""; }
   // The EX2 unit this backend's decode results follow (ex2_expectation.h decides how a decode
   // case is judged from it). The default: the profile the file was generated with.
   virtual Ex2Source decode_ex2() const { return {}; }
@@ -105,6 +105,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 std::vector<std::string> backend_names();
 
 // Buffer names of a case kind, in the order they are reported.
-std::vector<std::string> output_buffers(CaseKind k);
+std::vector<std::string> output_buffers(golden::CaseKind k);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

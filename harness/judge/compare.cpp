@@ -6,7 +6,9 @@
 #include "io/sparse_pool.h"
 #include "judge/launch_buffers.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 std::string hex(uint32_t v, int width) {
   char b[16];
@@ -243,4 +245,4 @@ CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r) {
   return v;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -12,7 +12,7 @@
 #include "io/report_doc.h"
 #include "judge/backend.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // Categories (stable strings, used in JSON/JUnit reports and by the fault-injection tests):
 //   guard               a guard band byte changed: write outside the buffer
@@ -62,7 +62,7 @@ struct CaseVerdict {
 
 inline constexpr size_t kMaxListed = 64;
 
-CaseVerdict compare_case(const GoldenCase& c, const CaseResult& r);
+CaseVerdict compare_case(const golden::GoldenCase& c, const CaseResult& r);
 
 // bf16 bit patterns: NaN, and the distance in representable values (sign-magnitude mapped to a
 // line; +0 and -0 coincide).
@@ -76,4 +76,4 @@ inline uint32_t bf16_ulp_distance(uint16_t a, uint16_t b) {
 // "0x7fc0" style hex of `width` bytes.
 std::string hex(uint32_t v, int width);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

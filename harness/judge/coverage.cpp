@@ -7,7 +7,10 @@
 #include "judge/ex2_for_file.h"
 #include "tqref/contract.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
+using namespace cases;   // what a case observes (harness/cases)
 
 std::vector<KernelKey> contract_kernel_keys() {
   std::vector<KernelKey> k;
@@ -100,4 +103,4 @@ std::map<std::string, std::vector<std::string>> told_apart_in_file(const std::st
   return by_pair;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -13,10 +13,10 @@
 #include "io/golden_case.h"
 #include "tqref/variant.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // A kernel of the contract: the writer of a format (HDIM 0), or the decoder of a format at an HDIM.
-using KernelKey = std::tuple<CaseKind, Format, uint32_t>;
+using KernelKey = std::tuple<golden::CaseKind, Format, uint32_t>;
 std::vector<KernelKey> contract_kernel_keys();
 std::string kernel_label(const KernelKey& k);
 
@@ -50,4 +50,4 @@ void add_coverage(Coverage& cov, const std::string& file, bool first);
 std::map<std::string, std::vector<std::string>> told_apart_in_file(const std::string& file,
                                                                    const std::vector<Variant>& rivals);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

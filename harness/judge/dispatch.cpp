@@ -2,7 +2,9 @@
 
 #include "tqref/contract.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 bool parse_dispatch_rule(const std::string& s, DispatchRule* r) {
   if (s == "published") *r = DispatchRule::published;
@@ -50,4 +52,4 @@ std::string out_of_contract_note(const GoldenCase& c, OutOfContractLevel l) {
                                      : "judged bit for bit against the extension of docs/spec.md section 5.1");
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

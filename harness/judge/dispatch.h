@@ -11,7 +11,7 @@
 
 #include "io/golden_case.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 enum class DispatchRule {
   published,  // the engine's rule: HDIM=128 for head_dim <= 128, HDIM=256 up to 256 (default)
@@ -27,7 +27,7 @@ uint32_t dispatch_hdim(DispatchRule r, uint32_t head_dim);
 // For a decode case: "" when the rule launches it on the build its expectation was computed for
 // (the case's hdim attribute), else why it is not launched (reported as skipped). Writer cases
 // have no HDIM: always "".
-std::string dispatch_skip_reason(DispatchRule r, const GoldenCase& c);
+std::string dispatch_skip_reason(DispatchRule r, const golden::GoldenCase& c);
 
 // How a decode launch outside the contract is judged.
 enum class OutOfContractLevel {
@@ -37,9 +37,9 @@ enum class OutOfContractLevel {
 bool parse_out_of_contract_level(const std::string& s, OutOfContractLevel* l);
 
 // True for a decode case whose head_dim differs from the HDIM of its build.
-bool out_of_contract(const GoldenCase& c);
+bool out_of_contract(const golden::GoldenCase& c);
 // The report's line for such a case, e.g. "head_dim 64 launched on an HDIM=128 build: outside the
 // contract, judged against fp64"; "" for every other case.
-std::string out_of_contract_note(const GoldenCase& c, OutOfContractLevel l);
+std::string out_of_contract_note(const golden::GoldenCase& c, OutOfContractLevel l);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -2,7 +2,9 @@
 
 #include "tqref/decode.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 std::string align_decode_expectation(GoldenCase& c, const Ex2Source& src) {
   if (c.kind != CaseKind::decode || src.same_as_file) return "";
@@ -21,4 +23,4 @@ std::string align_decode_expectation(GoldenCase& c, const Ex2Source& src) {
   return "";
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

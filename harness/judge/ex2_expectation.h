@@ -8,11 +8,11 @@
 
 #include "judge/backend.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // For a decode case: "" when c.d.out_expected (recomputed in place with src.profile when
 // src.same_as_file is false) is the exact expectation for the backend; otherwise the reason it
 // cannot be judged exactly (no profile for the backend's EX2 unit). Writer cases: always "".
-std::string align_decode_expectation(GoldenCase& c, const Ex2Source& src);
+std::string align_decode_expectation(golden::GoldenCase& c, const Ex2Source& src);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

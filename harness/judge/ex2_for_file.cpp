@@ -6,7 +6,9 @@
 #include "io/data_dir.h"
 #include "io/ex2_profile_io.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 std::optional<Ex2Profile> ex2_for_file(const Provenance& prov, const std::string& file) {
   const std::string& id = prov.ex2_profile_id;
@@ -49,4 +51,4 @@ const std::vector<Ex2Profile>& known_ex2_units() {
   return units;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

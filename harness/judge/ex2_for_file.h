@@ -8,11 +8,11 @@
 #include "io/case_io.h"
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // nullopt when the file names no profile (writer-only files). Throws BadCase when the profile
 // cannot be found or its id differs from the file's.
-std::optional<Ex2Profile> ex2_for_file(const Provenance& prov, const std::string& file);
+std::optional<Ex2Profile> ex2_for_file(const golden::Provenance& prov, const std::string& file);
 
 // Every EX2 unit tqref knows, loaded once: the profile of each architecture found under the data
 // folders (hw/<arch>/ex2.h5, data_dir.h search order; unreadable ones are left out) and the
@@ -20,4 +20,4 @@ std::optional<Ex2Profile> ex2_for_file(const Provenance& prov, const std::string
 // as the "another EX2 profile" hypothesis.
 const std::vector<Ex2Profile>& known_ex2_units();
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

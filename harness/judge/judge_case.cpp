@@ -4,7 +4,9 @@
 
 #include "judge/ex2_expectation.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file_ex2) {
   return !src.same_as_file && src.profile ? src.profile : file_ex2;
@@ -41,4 +43,4 @@ JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
   return j;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

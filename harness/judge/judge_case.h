@@ -10,7 +10,7 @@
 #include "judge/dispatch.h"
 #include "judge/level_t.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 struct JudgedCase {
   CaseVerdict verdict;                    // pass/fail, categories, first mismatches, seconds
@@ -31,10 +31,10 @@ const Ex2Profile* level_t_model_ex2(const Ex2Source& src, const Ex2Profile* file
 // `explain` (non-null): called for a failing case whose expectation the model reproduces with
 // `model_ex2`, to fill its explanation: the failure anatomy (anatomy/anatomy.h
 // explain_with_known_units) sits above this layer and is passed in by the caller.
-using ExplainFn = void (*)(const GoldenCase& c, const CaseResult& r, CaseVerdict& v,
+using ExplainFn = void (*)(const golden::GoldenCase& c, const CaseResult& r, CaseVerdict& v,
                            const Ex2Profile* model_ex2);
-JudgedCase run_and_judge(GoldenCase& c, Backend& run_on, const Ex2Source& src,
+JudgedCase run_and_judge(golden::GoldenCase& c, Backend& run_on, const Ex2Source& src,
                          const Ex2Profile* file_ex2, bool level_t, const LevelTOptions& topt,
                          OutOfContractLevel ooc = OutOfContractLevel::T, ExplainFn explain = nullptr);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

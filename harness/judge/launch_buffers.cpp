@@ -3,7 +3,9 @@
 #include <bit>
 #include <cstring>
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 // Element bytes are copied from host integers: the device layout only on a little-endian host.
 static_assert(std::endian::native == std::endian::little);
@@ -37,4 +39,4 @@ std::vector<LaunchBuffer> launch_buffers(const GoldenCase& c) {
           {"seq_lens", bytes_of(d.seq_lens), false}};
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

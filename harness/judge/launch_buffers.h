@@ -9,7 +9,7 @@
 
 #include "io/golden_case.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 struct LaunchBuffer {
   std::string name;            // SPEC's parameter name: "key", "k_cache", "output", ...
@@ -19,6 +19,6 @@ struct LaunchBuffer {
 
 // Writer: key, value, k_cache (out), v_cache (out), slot_mapping.
 // Decode: q, k_cache, v_cache, output (out), block_tables, seq_lens.
-std::vector<LaunchBuffer> launch_buffers(const GoldenCase& c);
+std::vector<LaunchBuffer> launch_buffers(const golden::GoldenCase& c);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

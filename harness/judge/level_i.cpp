@@ -8,7 +8,9 @@
 
 #include "judge/level_i_variants.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -372,4 +374,4 @@ report::Json level_i_json(const std::vector<LevelIVerdict>& vs) {
   return {{"level", "I"}, {"cases", std::move(cases)}};
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

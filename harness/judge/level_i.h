@@ -29,7 +29,7 @@
 #include "io/report_doc.h"
 #include "judge/compare.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 struct LevelIOptions {
   uint64_t seed = 0x1E7E1;      // block permutation and token shuffle
@@ -58,7 +58,7 @@ struct LevelIVerdict {
 };
 
 // Runs the baseline and every variant of c on `b`. c needs no expectation and no diagnostics.
-LevelIVerdict judge_level_i(const GoldenCase& c, Backend& b, const LevelIOptions& o);
+LevelIVerdict judge_level_i(const golden::GoldenCase& c, Backend& b, const LevelIOptions& o);
 
 // The verdict as a CaseVerdict for the JSON/JUnit summaries (category "invariance" per failing
 // variant, the sentence as its explanation).
@@ -68,4 +68,4 @@ std::string level_i_text(const LevelIVerdict& v);
 // {"level":"I","cases":[{name, pass, checks:[...], sentence, diagnosis}]}
 report::Json level_i_json(const std::vector<LevelIVerdict>& vs);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

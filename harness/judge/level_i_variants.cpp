@@ -6,7 +6,9 @@
 
 #include "cases/rng.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -164,7 +166,7 @@ std::vector<VariantBuilder> decode_builders(const GoldenCase& c, const LevelIOpt
   v.push_back({"blocks", "blocks permuted", [&c, nb, seed = o.seed] {
                  std::vector<uint32_t> to(nb);
                  std::iota(to.begin(), to.end(), 0u);
-                 Rng rng(seed ^ 0xB10C5ull);
+                 cases::Rng rng(seed ^ 0xB10C5ull);
                  for (uint32_t i = nb; i > 1; --i) std::swap(to[i - 1], to[rng.below(i)]);
                  return VariantLaunch{move_blocks(c, to, nb, "blocks permuted"), identity(c.d.p.num_seqs), {}, false};
                }});
@@ -251,7 +253,7 @@ std::vector<VariantBuilder> writer_builders(const GoldenCase& c, const LevelIOpt
     std::vector<int64_t> rev(all.rbegin(), all.rend());
     v.push_back({"token-order", "tokens reversed", [=] { return tokens(rev, "tokens reversed"); }});
     std::vector<int64_t> sh = all;
-    Rng rng(o.seed ^ 0x70C3ull);
+    cases::Rng rng(o.seed ^ 0x70C3ull);
     for (size_t i = sh.size(); i > 1; --i) std::swap(sh[i - 1], sh[rng.below(i)]);
     v.push_back({"token-order", "tokens shuffled", [=] { return tokens(sh, "tokens shuffled"); }});
   }
@@ -356,4 +358,4 @@ std::vector<VariantBuilder> variant_builders(const GoldenCase& c, const LevelIOp
   return c.kind == CaseKind::decode ? decode_builders(c, o) : writer_builders(c, o);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

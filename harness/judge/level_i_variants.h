@@ -10,7 +10,7 @@
 #include "io/golden_case.h"
 #include "judge/level_i.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 // Poison of everything a variant adds (stride padding, relocated or spare blocks): bf16 NaN
 // 0x7FC1 for q/key/value padding (no bf16 conversion produces that payload), 0xFF for pool bytes
@@ -19,11 +19,11 @@ inline constexpr uint16_t kVariantRowPoison = 0x7FC1;
 inline constexpr uint8_t kVariantPoolPoison = 0xFF;
 
 struct VariantLaunch {
-  GoldenCase c;  // the launch; expectations are its initial bytes (never compared)
+  golden::GoldenCase c;  // the launch; expectations are its initial bytes (never compared)
   // Decoder: the baseline sequence that variant sequence i holds, or -1 (changed: not compared).
   std::vector<int32_t> seq_of;
   // Writer split-launch: launched after c on the pools c produced (its k_init/v_init replaced).
-  std::optional<GoldenCase> second;
+  std::optional<golden::GoldenCase> second;
   // Writer: c's V pool has another geometry (padded blocks); compared through repack_v_pool.
   bool v_repacked = false;
 };
@@ -35,7 +35,7 @@ struct VariantBuilder {
 
 // Every variant of c, in the order of the header comment of level_i.h; none for a case with a
 // pool of production size (its blocks sit at fixed physical ids).
-std::vector<VariantBuilder> variant_builders(const GoldenCase& c, const LevelIOptions& o);
+std::vector<VariantBuilder> variant_builders(const golden::GoldenCase& c, const LevelIOptions& o);
 
 // V pool `src` (geometry `from`) in geometry `to` (same heads, head_dim, block_size, num_blocks):
 // each block's code section [0, B*n*b/8) and scale section [v_data_section, + B*n/16) moved to
@@ -50,7 +50,7 @@ uint64_t v_padding_differing(const std::vector<uint8_t>& a, const std::vector<ui
 // The decoder case with sequences `order` of c (order[i] = c's sequence at variant index i) and
 // their lengths from `lens` (same size as order). Used by the placement variants and by the
 // hypotheses (anatomy) to cut a large case down to a few sequences.
-GoldenCase select_sequences(const GoldenCase& c, const std::vector<int32_t>& order,
-                            const std::vector<int32_t>& lens, const std::string& tag);
+golden::GoldenCase select_sequences(const golden::GoldenCase& c, const std::vector<int32_t>& order,
+                                    const std::vector<int32_t>& lens, const std::string& tag);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

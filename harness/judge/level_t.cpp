@@ -10,7 +10,9 @@
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 namespace {
 
@@ -306,4 +308,4 @@ report::Json level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOpti
           {"cases", std::move(cases)}};
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

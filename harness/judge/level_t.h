@@ -33,7 +33,7 @@
 #include "judge/compare.h"
 #include "tqref/ex2.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 struct LevelTOptions {
   double margin = 1e-3;       // relative margin around THRESH for flip candidates
@@ -76,8 +76,8 @@ struct LevelTVerdict {
 
 // `model_ex2`: the profile the model runs with (the GPU's, or the file's when the GPU has none;
 // null only for files without decode cases). `c` must be read with diagnostics.
-LevelTVerdict judge_level_t(const GoldenCase& c, const CaseResult& r, const Ex2Profile* model_ex2,
-                            const LevelTOptions& o);
+LevelTVerdict judge_level_t(const golden::GoldenCase& c, const CaseResult& r,
+                            const Ex2Profile* model_ex2, const LevelTOptions& o);
 
 // The verdict as a CaseVerdict (pass, error text, categories) for the JUnit/JSON summaries.
 CaseVerdict level_t_case_verdict(const LevelTVerdict& t);
@@ -86,4 +86,4 @@ std::string level_t_text(const LevelTVerdict& t);
 // {"level":"T","options":{...},"cases":[...]} with every distribution.
 report::Json level_t_json(const std::vector<LevelTVerdict>& ts, const LevelTOptions& o);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -4,10 +4,10 @@
 #pragma once
 #include <string>
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 enum class Level : char { W = 'W', D = 'D', T = 'T', I = 'I' };
 
 inline std::string level_letter(Level l) { return std::string(1, char(l)); }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

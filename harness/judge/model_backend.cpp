@@ -10,7 +10,9 @@
 #include "tqref/model_path.h"
 #include "tqref/writer.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
+
+using namespace golden;  // the golden case and file format (harness/io)
 
 // Output rows are bf16 copied as host uint16: the bytes equal the GPU layout only on little-endian.
 static_assert(std::endian::native == std::endian::little);
@@ -72,4 +74,4 @@ std::unique_ptr<Backend> make_model_backend(const Ex2Profile* ex2) {
   return std::make_unique<ModelBackend>(ex2);
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

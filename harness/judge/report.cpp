@@ -1,6 +1,6 @@
 #include "judge/report.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 using report::Json;
 
@@ -93,4 +93,4 @@ report::JunitSuite report_junit(const RunInfo& run, const std::vector<CaseVerdic
   return s;
 }
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -7,7 +7,7 @@
 #include "io/report_doc.h"
 #include "judge/compare.h"
 
-namespace tqref::golden {
+namespace tqref::judge {
 
 struct RunInfo {
   std::string file, backend, inject, git_commit, ex2_profile_id;
@@ -23,4 +23,4 @@ std::string report_text(const CaseVerdict& v, size_t max_lines);
 // The anatomy lines of report_text ("    anatomy: ...", "    hypotheses: ..."); "" when empty.
 std::string explanation_text(const Explanation& e);
 
-}  // namespace tqref::golden
+}  // namespace tqref::judge

@@ -11,7 +11,9 @@
 
 namespace tqref::testing {
 
-using namespace golden;  // the backend, cases and results the faults wrap (harness/judge, harness/io)
+using namespace golden;  // the cases the faults run (harness/io)
+using namespace cases;   // the CPU models of the mutants they inject (harness/cases)
+using namespace judge;   // the backend and results they wrap (harness/judge)
 
 namespace {
 

@@ -53,7 +53,7 @@ bool fault_breaks_invariance(Fault f);
 // "none, flip-code-bit, ...": the allowed values of --inject.
 std::string fault_names_list();
 
-std::unique_ptr<golden::Backend> make_fault_backend(std::unique_ptr<golden::Backend> inner, Fault f,
-                                            const Ex2Profile* ex2);
+std::unique_ptr<judge::Backend> make_fault_backend(std::unique_ptr<judge::Backend> inner, Fault f,
+                                                   const Ex2Profile* ex2);
 
 }  // namespace tqref::testing

@@ -158,7 +158,7 @@ void index_case(tqref_case& h, const std::vector<golden::CaseAttr>* attrs) {
     // is handed out, so no view reaches past a vector's end.
     if (n == d.count) h.arrays.push_back({d.group + "/" + d.name, dtype_code(d.type), d.shape, d.data, d.encoding});
   }
-  h.launch = golden::launch_buffers(h.c);
+  h.launch = judge::launch_buffers(h.c);
   std::string j = "{\"name\":" + report::json_line(h.c.name);
   const std::vector<golden::CaseAttr> own = attrs ? std::vector<golden::CaseAttr>{} : golden::case_attributes(h.c);
   for (const golden::CaseAttr& a : attrs ? *attrs : own) {

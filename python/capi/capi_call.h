@@ -42,7 +42,7 @@ struct CaseArray {
 struct tqref_case {
   tqref::golden::GoldenCase c;
   std::vector<CaseArray> arrays;                       // views into c
-  std::vector<tqref::golden::LaunchBuffer> launch;     // the launch's buffers, initial bytes
+  std::vector<tqref::judge::LaunchBuffer> launch;      // the launch's buffers, initial bytes
   std::string attrs_json;
 };
 

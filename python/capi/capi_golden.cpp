@@ -95,8 +95,8 @@ void finish_user_decode(golden::GoldenCase& c, const std::vector<uint16_t>& v_va
   paged_decode_model(c.format, d.q, d.k_init, d.v_init, d.out_expected, d.block_tables, d.seq_lens,
                      d.p, ex2, &diag);
   golden::DecodeDiagData& x = d.diag;
-  golden::DecodeStats stats;
-  golden::store_diagnostics(diag, d.p.head_dim, x, stats);
+  cases::DecodeStats stats;
+  cases::store_diagnostics(diag, d.p.head_dim, x, stats);
   x.ref_dequantised = reference_attention(c.format, d.q, d.k_init, d.v_init, v_values,
                                           d.block_tables, d.seq_lens, d.p, ReferenceV::dequantised);
   if (v_values.empty())
@@ -175,7 +175,7 @@ int tqref_ex2_for_golden(const tqref_file* f, tqref_ex2** out) {
     require(f, "file");
     require(out, "out");
     std::lock_guard<std::mutex> lock(capi::hdf5_lock());
-    std::optional<Ex2Profile> p = golden::ex2_for_file(f->prov, f->path);
+    std::optional<Ex2Profile> p = judge::ex2_for_file(f->prov, f->path);
     if (p) *out = new tqref_ex2{std::move(*p)};
   });
 }
@@ -238,7 +238,7 @@ int tqref_case_launch_buffer(const tqref_case* c, int i, const char** name, cons
     if (i < 0 || size_t(i) >= c->launch.size())
       throw capi::BadArgument("i = " + std::to_string(i) + "; allowed: 0 .. " +
                               std::to_string(int(c->launch.size()) - 1));
-    const golden::LaunchBuffer& b = c->launch[size_t(i)];
+    const judge::LaunchBuffer& b = c->launch[size_t(i)];
     *name = b.name.c_str();
     *data = b.bytes.data();
     *bytes = b.bytes.size();
@@ -246,11 +246,11 @@ int tqref_case_launch_buffer(const tqref_case* c, int i, const char** name, cons
   });
 }
 
-uint64_t tqref_guard_bytes(void) { return golden::kGuardBytes; }
+uint64_t tqref_guard_bytes(void) { return judge::kGuardBytes; }
 
 void tqref_guard_fill(uint8_t* band, uint64_t n) {
   if (!band) return;
-  for (uint64_t i = 0; i < n; ++i) band[i] = golden::guard_byte(i);
+  for (uint64_t i = 0; i < n; ++i) band[i] = judge::guard_byte(i);
 }
 
 int tqref_case_make_writer(int format, const char* name, const uint16_t* key, uint64_t key_elems,

@@ -23,9 +23,9 @@ namespace {
 
 // The model, made on first use: an input the reader refuses (most of them, and every crash a
 // triage replays) never pays for expanding the EX2 profile's table.
-golden::Backend& model() {
+judge::Backend& model() {
   static const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
-  static const auto backend = golden::make_model_backend(&ex2);
+  static const auto backend = judge::make_model_backend(&ex2);
   return *backend;
 }
 
@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 ? uint64_t(c.w.num_tokens) * c.w.p.num_kv_heads * c.w.p.head_dim
                                 : uint64_t(c.d.diag.skip_mask.size()) * c.d.p.head_dim;
       if (work > (1u << 16)) continue;
-      const golden::CaseResult r = model().run(c);
+      const judge::CaseResult r = model().run(c);
       if (!r.error.empty()) {
         std::fprintf(stderr, "validated case %s refused by the model: %s\n", name.c_str(), r.error.c_str());
         std::abort();

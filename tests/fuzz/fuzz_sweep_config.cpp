@@ -14,9 +14,9 @@ using namespace tqref;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const std::vector<golden::CaseSpec> specs = golden::config_specs(text, "fuzz.yaml");
+    const std::vector<cases::CaseSpec> specs = cases::config_specs(text, "fuzz.yaml");
     for (const auto& s : specs)
-      if (!common::check_spec(s).empty()) std::abort();  // config_specs must have refused it
+      if (!cases::check_spec(s).empty()) std::abort();  // config_specs must have refused it
   } catch (const std::invalid_argument&) {
   }
   return 0;
