@@ -553,6 +553,44 @@ BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
   }
 }
 
+namespace {
+// A field of /proc/self/status in bytes (VmRSS, VmHWM).
+uint64_t proc_status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
+  return 0;
+}
+}  // namespace
+
+// Would catch: building a case holding its data twice at the peak (the built cases copied out of
+// an initializer list did, 1.7x the estimate on a 128k-token decode pair; docs/conformance/
+// 2026-12-05-golden-20gb-vm.md), so that the memory budget, which is checked against the
+// estimate, no longer bounds what generate takes. The peak resident growth while one decode pair
+// of an 8B model's layer geometry is built must stay within the estimate (plus 25 % for the
+// allocator and the model's own buffers).
+BOOST_AUTO_TEST_CASE(building_a_case_peaks_near_its_estimate) {
+  using namespace tqref;
+  cases::CaseSpec s;
+  s.kind = golden::CaseKind::decode;
+  s.num_kv_heads = 8;
+  s.q_per_kv = 4;
+  s.seq_lens = {4096, 2048, 2047, 256};
+  s.layout = cases::Layout::shuffled;
+  BOOST_TEST_REQUIRE(check_spec(s).empty(), check_spec(s));
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  { std::ofstream("/proc/self/clear_refs") << "5"; }  // resets VmHWM to the current RSS
+  const uint64_t before = proc_status_bytes("VmRSS");
+  BOOST_TEST_REQUIRE(proc_status_bytes("VmHWM") <= before + (4u << 20), "VmHWM was not reset");
+  uint64_t built = 0;
+  for (const golden::GoldenCase& c : cases::build_cases(s, 0, 7, &ex2)) built += case_bytes(c);
+  const uint64_t growth = proc_status_bytes("VmHWM") - before, estimate = memory_bytes(s);
+  BOOST_TEST(built > 0u);
+  BOOST_TEST(growth <= estimate + estimate / 4, "peak growth " << growth << " bytes, estimate "
+                                                              << estimate << ", built " << built);
+}
+
 // Would catch: a fixed fuzz finding coming back. Every input in tests/fuzz/regressions/<target>/
 // (what the fuzzers found, docs/reliability.md) and every seed is replayed through the fuzz
 // target's own entry point, which aborts on anything but a clean refusal or a valid result.

@@ -428,7 +428,10 @@ std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint
                                    const Ex2Profile* ex2) {
   const std::string name = spec_name(spec_in, index);
   if (spec_in.kind == CaseKind::writer) {
-    std::vector<GoldenCase> w = {build_writer_case(spec_in, name, seed)};
+    // push_back, not an initializer list: its elements are const and would be copied, holding
+    // the case twice at the peak (docs/conformance/2026-12-05-golden-20gb-vm.md).
+    std::vector<GoldenCase> w;
+    w.push_back(build_writer_case(spec_in, name, seed));
     if (!spec_in.label.empty()) w[0].exercises += "; attention geometry of " + spec_in.label + " (data/models/attention.yaml)";
     place_in_large_pool(spec_in, w);
     return w;
@@ -464,7 +467,10 @@ std::vector<GoldenCase> build_once(const CaseSpec& spec_in, uint64_t index, uint
   if (spec.dist == Dist::threshold) check_threshold_probes(dc, probes);
   dc.exercises = decode_exercises(spec, dc, pool.slots.size(), st, probes, *ex2);
   if (spec.dist == Dist::l_tie) dc.exercises += check_l_tie(dc, tie, *ex2);
-  std::vector<GoldenCase> pair = {std::move(wc), std::move(dc)};
+  std::vector<GoldenCase> pair;  // moved in, not copied from an initializer list (as above)
+  pair.reserve(2);
+  pair.push_back(std::move(wc));
+  pair.push_back(std::move(dc));
   place_in_large_pool(spec, pair);
   return pair;
 }
