@@ -16,6 +16,7 @@
 #include "conform/options.h"
 #include "conform/report.h"
 #include "conform/result.h"
+#include "conform/suite_files.h"
 #include "io/report_doc.h"
 #include "golden_test_util.h"
 #include "io/ex2_profile_io.h"
@@ -267,6 +268,23 @@ BOOST_AUTO_TEST_CASE(suite_list) {
   BOOST_TEST(s[3] == "extra/my.h5");
   for (const char* bad : {"", "smoke,", "smoke,,real", "stress", "smoke;real"})
     BOOST_CHECK_THROW(parse_suites(bad), OptionError);
+}
+
+// Would catch: a conform run that validates a suite again for each module (the opened file not
+// shared), or one that dies on a suite it cannot open instead of leaving each module to report it.
+BOOST_AUTO_TEST_CASE(suite_files_are_opened_once_for_all_modules) {
+  const fs::path d = scratch("conform_suite_files");
+  const std::string bad = (d / "bad.h5").string();
+  write_file(bad, bytes_of("not an HDF5 file"));
+  std::vector<SuiteFile> suites = {find_suite_file("smoke"), find_suite_file(bad),
+                                   find_suite_file((d / "missing.h5").string())};
+  BOOST_TEST_REQUIRE(!suites[0].path.empty());
+  BOOST_TEST(suites[2].path.empty());
+  open_suite_files(suites);
+  BOOST_TEST_REQUIRE(suites[0].opened != nullptr);
+  BOOST_TEST(suites[0].opened->group("cases").children().size() > 0u);
+  BOOST_TEST(suites[1].opened == nullptr);
+  BOOST_TEST(suites[2].opened == nullptr);
 }
 
 // Would catch: a probe whose expected bytes depend on the EX2 unit (it would then be wrong on a

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "conform/options.h"
+#include "io/case_io.h"
 #include "io/data_dir.h"
 
 namespace tqref::conform {
@@ -24,6 +25,17 @@ SuiteFile find_suite_file(const std::string& item) {
     }
   }
   return f;
+}
+
+void open_suite_files(std::vector<SuiteFile>& suites) {
+  for (SuiteFile& s : suites) {
+    if (s.path.empty()) continue;
+    try {
+      s.opened = std::make_shared<const h5::Node>(golden::open_golden_file(s.path));
+    } catch (const std::exception&) {
+      s.opened.reset();  // run_suite opens it again and reports the error for each module
+    }
+  }
 }
 
 }  // namespace tqref::conform

@@ -150,6 +150,7 @@ int run_conform_session(ConformResult& res, SessionOptions o) {
   const std::optional<Ex2Profile> dev_ex2 = device_ex2_profile(res);
   if (!generate_missing_suites(r.suites, r.out_dir, dev_ex2 ? &*dev_ex2 : nullptr)) return kExitInternal;
   for (const auto& s : r.suites) res.suites.emplace_back(s.name, s.path);
+  open_suite_files(r.suites);  // once for every module
   r.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
   for (auto& m : res.modules) {
     try {
