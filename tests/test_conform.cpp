@@ -270,8 +270,9 @@ BOOST_AUTO_TEST_CASE(suite_list) {
     BOOST_CHECK_THROW(parse_suites(bad), OptionError);
 }
 
-// Would catch: a conform run that validates a suite again for each module (the opened file not
-// shared), or one that dies on a suite it cannot open instead of leaving each module to report it.
+// Would catch: a conform run that validates a suite and loads its EX2 profile again for each
+// module (not shared), or one that dies on a suite it cannot open instead of leaving each module
+// to report it.
 BOOST_AUTO_TEST_CASE(suite_files_are_opened_once_for_all_modules) {
   const fs::path d = scratch("conform_suite_files");
   const std::string bad = (d / "bad.h5").string();
@@ -282,7 +283,9 @@ BOOST_AUTO_TEST_CASE(suite_files_are_opened_once_for_all_modules) {
   BOOST_TEST(suites[2].path.empty());
   open_suite_files(suites);
   BOOST_TEST_REQUIRE(suites[0].opened != nullptr);
-  BOOST_TEST(suites[0].opened->group("cases").children().size() > 0u);
+  BOOST_TEST(suites[0].opened->root.group("cases").children().size() > 0u);
+  BOOST_TEST(suites[0].opened->ex2.has_value());  // smoke holds decode cases: their profile
+  BOOST_TEST(suites[0].opened->prov.seed == 1u);
   BOOST_TEST(suites[1].opened == nullptr);
   BOOST_TEST(suites[2].opened == nullptr);
 }

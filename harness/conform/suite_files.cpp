@@ -6,6 +6,7 @@
 #include "conform/options.h"
 #include "io/case_io.h"
 #include "io/data_dir.h"
+#include "judge/ex2_for_file.h"
 
 namespace tqref::conform {
 
@@ -27,11 +28,18 @@ SuiteFile find_suite_file(const std::string& item) {
   return f;
 }
 
+OpenedSuite open_suite(const std::string& path) {
+  h5::Node root = golden::open_golden_file(path);
+  golden::Provenance prov = golden::read_provenance(root);
+  std::optional<Ex2Profile> ex2 = judge::ex2_for_file(prov, path);
+  return {std::move(root), std::move(prov), std::move(ex2)};
+}
+
 void open_suite_files(std::vector<SuiteFile>& suites) {
   for (SuiteFile& s : suites) {
     if (s.path.empty()) continue;
     try {
-      s.opened = std::make_shared<const h5::Node>(golden::open_golden_file(s.path));
+      s.opened = std::make_shared<const OpenedSuite>(open_suite(s.path));
     } catch (const std::exception&) {
       s.opened.reset();  // run_suite opens it again and reports the error for each module
     }

@@ -4,21 +4,34 @@
 // is taken as given.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "io/case_io.h"
 #include "io/hdf5_util.h"
+#include "tqref/ex2.h"
 
 namespace tqref::conform {
+
+// A golden file opened (validated) with what every module judging it needs from its root.
+struct OpenedSuite {
+  h5::Node root;
+  golden::Provenance prov;
+  std::optional<Ex2Profile> ex2;  // the profile its decode cases were generated with, if any
+};
+// Throws as golden::open_golden_file, golden::read_provenance and judge::ex2_for_file do.
+OpenedSuite open_suite(const std::string& path);
 
 struct SuiteFile {
   std::string name;           // "smoke", "standard", "real" or the path given
   std::string path;           // found file, "" when none
   std::vector<std::string> looked_in;  // candidates tried, for the error message
   // The file opened once for every module of a conform run (open_suite_files): the validating
-  // pass and its description are shared, so a suite is validated once however many modules read
-  // it. Null when it could not be opened: each module then opens it and reports why, as before.
-  std::shared_ptr<const h5::Node> opened;
+  // pass, its description and its EX2 profile are shared, so a suite is validated and its profile
+  // loaded once however many modules read it. Null when that failed: each module then opens it
+  // and reports why, as before.
+  std::shared_ptr<const OpenedSuite> opened;
 };
 
 SuiteFile find_suite_file(const std::string& item);

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 
 #include "conform/hdim_probe.h"
 #include "conform/module_pin.h"
@@ -14,7 +13,6 @@
 #include "io/sha256.h"
 #include "tqref/builtin_kernels.h"
 #include "anatomy/anatomy.h"
-#include "judge/ex2_for_file.h"
 #include "judge/judge_case.h"
 #include "judge/report.h"
 
@@ -112,11 +110,13 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
   su.file = sf.path;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    std::optional<h5::Node> own;  // only when the run could not open the file once for all
-    const h5::Node& root = sf.opened ? *sf.opened : own.emplace(golden::open_golden_file(sf.path));
-    const golden::Provenance prov = golden::read_provenance(root);
-    const std::optional<Ex2Profile> file_ex2 = judge::ex2_for_file(prov, sf.path);
-    const Ex2Profile* fex2 = file_ex2 ? &*file_ex2 : nullptr;
+    // Opened once for the run (open_suite_files); again here only where that failed, so that this
+    // module reports why.
+    const std::shared_ptr<const OpenedSuite> opened =
+        sf.opened ? sf.opened : std::make_shared<const OpenedSuite>(open_suite(sf.path));
+    const h5::Node& root = opened->root;
+    const golden::Provenance& prov = opened->prov;
+    const Ex2Profile* fex2 = opened->ex2 ? &*opened->ex2 : nullptr;
     gpu::GpuBackend backend(gpu::GpuOptions{o.device, m.file.path, m.hdim, o.threshold}, fex2);
     const judge::Ex2Source src = backend.decode_ex2();
     const bool level_t = m.decoder_level == judge::Level::T;
