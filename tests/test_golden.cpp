@@ -15,6 +15,7 @@
 #include "golden_test_util.h"
 #include "io/case_io.h"
 #include "io/ex2_profile_io.h"
+#include "judge/coverage.h"
 #include "tqref/contract.h"
 #include "tqref/numeric.h"
 #include "tqref/quantize.h"
@@ -381,3 +382,28 @@ BOOST_AUTO_TEST_CASE(h5py_reads_the_committed_smoke_as_documented) {
 }
 
 }  // namespace
+
+// Would catch: `coverage --first` (and conform's coverage summary) skipping the data of a case
+// whose kernel still has an unseen entry, or dropping skipped cases from the kernel's case count.
+// One kernel is marked fully seen beforehand: its smoke cases must only be counted, every other
+// kernel must come out as a run without skipping.
+BOOST_AUTO_TEST_CASE(coverage_first_reads_only_kernels_with_unseen_entries) {
+  const std::string smoke = std::string(TQREF_SOURCE_DIR) + "/data/golden/smoke.h5";
+  judge::Coverage all = judge::empty_coverage();
+  judge::add_coverage(all, smoke, false);
+  const judge::KernelKey seen{CaseKind::writer, Format::turbo3v, 0};
+  BOOST_TEST_REQUIRE(all.kernels.at(seen).cases > 0u);
+  judge::Coverage first = judge::empty_coverage();
+  for (judge::EntryCases& e : first.kernels.at(seen).entries) e.cases = {"marked"};
+  judge::add_coverage(first, smoke, true);
+  for (const judge::KernelKey& k : judge::contract_kernel_keys()) {
+    const judge::KernelCoverage &a = all.kernels.at(k), &f = first.kernels.at(k);
+    BOOST_TEST(a.cases == f.cases, judge::kernel_label(k));
+    for (size_t i = 0; i < a.entries.size(); ++i) {
+      if (k == seen)
+        BOOST_TEST((f.entries[i].cases == std::vector<std::string>{"marked"}), f.entries[i].name);
+      else
+        BOOST_TEST(a.entries[i].cases.empty() == f.entries[i].cases.empty(), judge::kernel_label(k) + ": " + f.entries[i].name);
+    }
+  }
+}

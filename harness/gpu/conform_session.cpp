@@ -102,7 +102,12 @@ RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
     if (s.name == "flags") order.insert(order.begin(), &s);
     else order.push_back(&s);
   judge::Coverage cov = judge::empty_coverage();
-  for (const SuiteFile* s : order) judge::add_coverage(cov, s->path, true);
+  for (const SuiteFile* s : order)
+    if (s->opened)  // validated once for the run (open_suite_files)
+      judge::add_coverage(cov, s->opened->root, s->opened->prov, s->opened->ex2 ? &*s->opened->ex2 : nullptr,
+                          s->path, true);
+    else
+      judge::add_coverage(cov, s->path, true);
   return {cov.observable(), cov.total(), cov.blind()};
 }
 

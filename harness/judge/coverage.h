@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "io/case_io.h"
 #include "io/golden_case.h"
 #include "tqref/variant.h"
 
@@ -43,6 +44,11 @@ Coverage empty_coverage();
 // already observed is not run again (one case per entry; much faster). Throws BadCase for a file
 // generated with --model-variant (its expectations are not the contract's).
 void add_coverage(Coverage& cov, const std::string& file, bool first);
+// The same for a file already opened (golden::open_golden_file) with its provenance and the EX2
+// profile its decode cases were generated with (ex2_for_file; null for writer-only files); cases
+// are named "<label>:<case>".
+void add_coverage(Coverage& cov, const h5::Node& root, const golden::Provenance& prov, const Ex2Profile* ex2,
+                  const std::string& label, bool first);
 
 // For every pair "a|b" of rivals (cases/observe.h rival_pairs), the cases of the file ("<file>:
 // <case>") on which the two variants write different bytes; a pair no case tells apart maps to an
