@@ -290,6 +290,27 @@ BOOST_AUTO_TEST_CASE(suite_files_are_opened_once_for_all_modules) {
   BOOST_TEST(suites[2].opened == nullptr);
 }
 
+// Would catch: suites of one EX2 profile each loading it again (0.15 s a load), a profile found
+// for one id served for another, or a loaded profile not kept for the next file.
+BOOST_AUTO_TEST_CASE(suites_of_one_profile_share_its_load) {
+  const std::string smoke = find_suite_file("smoke").path;
+  BOOST_TEST_REQUIRE(!smoke.empty());
+  Ex2ByFileId loaded;
+  const OpenedSuite a = open_suite(smoke, &loaded);
+  BOOST_TEST_REQUIRE(a.ex2.has_value());
+  BOOST_TEST(loaded.size() == 1u);
+  BOOST_TEST(loaded.count(a.prov.ex2_profile_id) == 1u);
+  // A stand-in under the same id (another unit's table) shows the next file takes it from there.
+  loaded.at(a.prov.ex2_profile_id) = Ex2Profile::from_table(a.prov.ex2_profile_id, "sm_90", ex2_reference_table());
+  const OpenedSuite b = open_suite(smoke, &loaded);
+  BOOST_TEST_REQUIRE(b.ex2.has_value());
+  BOOST_TEST((b.ex2->fraction_table() == ex2_reference_table()));
+  Ex2ByFileId other = {{"sm_90-ex2-v1-0000000000000000", std::nullopt}};
+  const OpenedSuite c = open_suite(smoke, &other);
+  BOOST_TEST((c.ex2->fraction_table() == a.ex2->fraction_table()));
+  BOOST_TEST(other.size() == 2u);
+}
+
 // Would catch: a probe whose expected bytes depend on the EX2 unit (it would then be wrong on a
 // GPU without a profile), a probe the model itself does not pass, one whose unwritten dims
 // (what an HDIM=128 build leaves in a head_dim=256 launch) equal the expectation by accident, or

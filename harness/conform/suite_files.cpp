@@ -28,18 +28,22 @@ SuiteFile find_suite_file(const std::string& item) {
   return f;
 }
 
-OpenedSuite open_suite(const std::string& path) {
+OpenedSuite open_suite(const std::string& path, Ex2ByFileId* loaded) {
   h5::Node root = golden::open_golden_file(path);
   golden::Provenance prov = golden::read_provenance(root);
+  const std::string id = prov.ex2_profile_id;  // a copy: prov is moved from below
+  if (loaded && loaded->count(id)) return {std::move(root), std::move(prov), loaded->at(id)};
   std::optional<Ex2Profile> ex2 = judge::ex2_for_file(prov, path);
+  if (loaded) loaded->emplace(id, ex2);
   return {std::move(root), std::move(prov), std::move(ex2)};
 }
 
 void open_suite_files(std::vector<SuiteFile>& suites) {
+  Ex2ByFileId loaded;  // the suites of a run are usually generated with one profile
   for (SuiteFile& s : suites) {
     if (s.path.empty()) continue;
     try {
-      s.opened = std::make_shared<const OpenedSuite>(open_suite(s.path));
+      s.opened = std::make_shared<const OpenedSuite>(open_suite(s.path, &loaded));
     } catch (const std::exception&) {
       s.opened.reset();  // run_suite opens it again and reports the error for each module
     }

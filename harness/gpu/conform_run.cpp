@@ -30,11 +30,18 @@ bool format_of_kernel(const std::string& k, Format* f) {
   return at != std::string::npos && golden::parse_format(k.substr(at + 1), f);
 }
 
+// The module on the run's device, with the run's EX2 profile of this GPU (loaded once).
+gpu::GpuOptions module_options(const ModuleResult& m, const GpuRunOptions& o, uint32_t hdim) {
+  gpu::GpuOptions g{o.device, m.file.path, hdim, o.threshold};
+  g.device_ex2 = o.device_ex2;
+  return g;
+}
+
 // The decode probe of hdim_probe.h for every decoder the module holds, at one HDIM.
 ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const Ex2Profile& ex2) {
   ProbeAtHdim p;
   p.hdim = hdim;
-  gpu::GpuBackend b(gpu::GpuOptions{o.device, m.file.path, hdim, o.threshold}, &ex2);
+  gpu::GpuBackend b(module_options(m, o, hdim), &ex2);
   for (const std::string& k : m.found) {
     Format f;
     if (!is_decoder_kernel(k) || !format_of_kernel(k, &f)) continue;
@@ -117,7 +124,7 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
     const h5::Node& root = opened->root;
     const golden::Provenance& prov = opened->prov;
     const Ex2Profile* fex2 = opened->ex2 ? &*opened->ex2 : nullptr;
-    gpu::GpuBackend backend(gpu::GpuOptions{o.device, m.file.path, m.hdim, o.threshold}, fex2);
+    gpu::GpuBackend backend(module_options(m, o, m.hdim), fex2);
     const judge::Ex2Source src = backend.decode_ex2();
     const bool level_t = m.decoder_level == judge::Level::T;
     h5::Node cases = root.group("cases");

@@ -77,7 +77,10 @@ GpuBackend::GpuBackend(const GpuOptions& o, const Ex2Profile* file_ex2)
   }
   std::string load_error;
   try {
-    device_ex2_.emplace(load_ex2_profile_for_arch(arch));
+    if (o.device_ex2)
+      device_ex2_.emplace(*o.device_ex2);
+    else
+      device_ex2_.emplace(load_ex2_profile_for_arch(arch));
   } catch (const std::exception& e) {
     load_error = e.what();
   }

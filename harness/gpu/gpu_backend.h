@@ -48,6 +48,10 @@ struct GpuOptions {
   // [num_q_heads / HT, num_seqs] with HT = gqa::widest_heads_per_cta, 8 down to 1
   // (docs/gqa-decoders.md). Not with module_path.
   bool gqa_decoders = false;
+  // This GPU's EX2 profile when the caller holds it already (tqref conform loads it once per run,
+  // not once per module and suite: 0.15 s each on the development VM); null: the backend loads the
+  // profile of the device's architecture (load_ex2_profile_for_arch).
+  const Ex2Profile* device_ex2 = nullptr;
 };
 
 class GpuBackend : public judge::Backend {
