@@ -4,7 +4,7 @@
 #
 #   bash scripts/device-carry.sh [BUILD (build/default)]
 #       into .device-carry/ (ignored by git; carry it): the tqref binary, the kernel modules (our
-#       own, the mutants, the faulty ones) and the Python API's libtqref_c.so (when built: target
+#       own, the mutants, the faulty ones, the one-kernel decoders) and the Python API's libtqref_c.so (when built: target
 #       tqref_c). On the GPU machine:
 #         export LD_LIBRARY_PATH=$PWD/.device-carry/lib; .device-carry/bin/tqref ...
 #   bash scripts/device-carry.sh --fuzz [FUZZ_BUILD (build/fuzz)]
@@ -37,6 +37,8 @@ carry_build() {
   if [[ -d $testing/mutants ]]; then mkdir -p "$out/mutants" && cp -r "$testing/mutants/." "$out/mutants/"; fi
   # Faulty decoders for the faults plan: kept out of modules/ (tqref conform scans it).
   if [[ -d $testing/faulty ]]; then mkdir -p "$out/faulty" && cp -r "$testing/faulty/." "$out/faulty/"; fi
+  # One decoder per module (target tqref_one_kernel_modules) for the conformtime plan.
+  if [[ -d $testing/one_kernel ]]; then mkdir -p "$out/one_kernel" && cp -r "$testing/one_kernel/." "$out/one_kernel/"; fi
   local linked=("$out/bin/tqref")
   if [[ -f $build/python/libtqref_c.so ]]; then
     cp "$build/python/libtqref_c.so" "$out/lib/"

@@ -6,6 +6,7 @@
 #   mutants     the mutant modules' manifest ($CARRY/mutants/mutants.tsv)
 #   faulty      the faulty decoder modules ($CARRY/faulty/faulty_{trap,runaway,illegal}.fatbin)
 #   python-lib  the Python API's library ($CARRY/lib/libtqref_c.so)
+#   one-kernel  the six one-kernel decoder modules ($CARRY/one_kernel/*.fatbin)
 # Usage (from the runner, which sets TQ and CARRY): scripts/device/require.sh WHAT...
 set -u
 carry="run scripts/device-carry.sh BUILD here and carry .device-carry"
@@ -28,6 +29,13 @@ for what in "$@"; do
         need "$CARRY/faulty/faulty_$f.fatbin" "build the target tqref_faulty_modules, then $carry"
       done ;;
     python-lib) need "$CARRY/lib/libtqref_c.so" "build the target tqref_c, then $carry" ;;
+    one-kernel)
+      for b in 2 3 4; do
+        for h in 128 256; do
+          need "$CARRY/one_kernel/paged_decode_attn_bf16k_turbo${b}v.hdim$h.fatbin" \
+            "build the target tqref_one_kernel_modules, then $carry"
+        done
+      done ;;
     *) echo "require.sh: unknown requirement '$what'" >&2; exit 2 ;;
   esac
 done
