@@ -8,11 +8,15 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <vector>
+
+#include <sys/wait.h>
 
 #include "io/approx_units_io.h"
 #include "io/hdf5_util.h"
@@ -157,6 +161,56 @@ BOOST_AUTO_TEST_CASE(file_round_trip_and_refusals) {
   }
   BOOST_CHECK_THROW(load_approx_units(path), ApproxUnitsError);
   std::filesystem::remove_all(dir);
+}
+
+// Catches: `tqref calibrate approx --from-raw` expecting other file names or sizes than the probe
+// writes (harness/gpu/approx_explore.cu: rcp_delta.i8, 2^23 int8 deltas; sqrt_delta.i8, 2^24), or
+// storing other tables than it read; a short raw table accepted, or a refusal that leaves a file.
+// The device plan `approx` runs this conversion once on the H200's measurement: a mismatch here
+// would only show there.
+BOOST_AUTO_TEST_CASE(calibrate_converts_the_probes_raw_tables) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "tqref_test_approx_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "raw");
+  std::vector<int8_t> r(kRcpEntries, 0), s(kSqrtEntries, 0);
+  for (uint32_t i = 2; i < kRcpEntries; i += 11) r[i] = 1;
+  for (uint32_t i = 3; i < kSqrtEntries; i += 13) s[i] = -1;
+  const auto write = [&](const char* name, const std::vector<int8_t>& d, size_t n) {
+    std::FILE* f = std::fopen((dir / "raw" / name).c_str(), "wb");
+    BOOST_TEST_REQUIRE((f && std::fwrite(d.data(), 1, n, f) == n));
+    std::fclose(f);
+  };
+  write("rcp_delta.i8", r, r.size());
+  write("sqrt_delta.i8", s, s.size());
+  const std::string out = (dir / "approx.h5").string();
+  const std::string cmd = std::string(TQREF_CLI) + " calibrate approx --from-raw " + (dir / "raw").string() +
+                          " --arch sm_90 --device-name test --driver 0 --cuda 13.0 --date 2026-12-05 --out " + out;
+  BOOST_TEST_REQUIRE(std::system((cmd + " > /dev/null").c_str()) == 0);
+  const ApproxUnits back = load_approx_units(out);
+  const ApproxUnits want = ApproxUnits::from_deltas("sm_90", r, s);
+  for (uint32_t i = 0; i < kRcpEntries; i += 1) {
+    const float x = from_bits(0x3F800000u | i);
+    BOOST_TEST_REQUIRE(bits(back.rcp(x, false)) == bits(want.rcp(x, false)), "rcp entry " << i);
+  }
+  for (uint32_t i = 0; i < kSqrtEntries; i += 1) {
+    const float x = from_bits(0x3F800000u + i);
+    BOOST_TEST_REQUIRE(bits(back.sqrt(x, false)) == bits(want.sqrt(x, false)), "sqrt entry " << i);
+  }
+  write("sqrt_delta.i8", s, s.size() - 1);  // one byte short
+  const std::string again = (dir / "again.h5").string();
+  const int rc = std::system((cmd.substr(0, cmd.size() - out.size()) + again + " 2> " +
+                              (dir / "err.txt").string()).c_str());
+  BOOST_TEST(WEXITSTATUS(rc) == 3);
+  BOOST_TEST(!fs::exists(again));
+  std::FILE* e = std::fopen((dir / "err.txt").c_str(), "rb");
+  char msg[512] = {};
+  if (e) {
+    std::fread(msg, 1, sizeof msg - 1, e);
+    std::fclose(e);
+  }
+  BOOST_TEST(std::string(msg).find("sqrt_delta.i8") != std::string::npos, msg);
+  fs::remove_all(dir);
 }
 
 // Catches: the variants routed to the wrong unit or not at all. With zero-delta tables the
