@@ -10,6 +10,7 @@
 #include "cases/builders.h"
 #include "cases/fma_groups.h"
 #include "cases/generate.h"
+#include "cases/observe.h"
 #include "cases/rng.h"
 #include "cases/suites.h"
 #include "golden_test_util.h"
@@ -404,6 +405,58 @@ BOOST_AUTO_TEST_CASE(coverage_first_reads_only_kernels_with_unseen_entries) {
         BOOST_TEST((f.entries[i].cases == std::vector<std::string>{"marked"}), f.entries[i].name);
       else
         BOOST_TEST(a.entries[i].cases.empty() == f.entries[i].cases.empty(), judge::kernel_label(k) + ": " + f.entries[i].name);
+    }
+  }
+}
+
+// Would catch: a search whose attempts, built as OpenMP tasks in rounds, choose another case than
+// one attempt at a time does (a round judged out of order, a later attempt replacing an equal
+// earlier one, a wrong seed sequence), or a choice that depends on the thread count. The oracle
+// builds every attempt alone (search_attempts 0, the seeds derived here) and applies the rule of
+// CaseSpec::search_attempts: the first attempt that observes every entry, else the first of those
+// that observe most. Two searches of the flags suite's cancelling turbo2v HDIM-128 spec: as the
+// suite has it (the attempt chosen lies past the first round), and against two entries of which
+// the spec never shows one, so that every attempt showing the other ties (first of equals).
+BOOST_AUTO_TEST_CASE(searched_spec_chooses_as_one_attempt_at_a_time) {
+  const Ex2Profile ex2 = load_ex2_profile_for_arch("sm_90");
+  const uint64_t index = 7;
+  CaseSpec as_suite = suite_specs("flags").at(index);
+  BOOST_TEST_REQUIRE((as_suite.dist == Dist::cancelling && as_suite.format == Format::turbo2v &&
+                      as_suite.head_dim == 128u));
+  CaseSpec ties = as_suite;
+  ties.observe = {"nvcc-fmad", "fma:single-o-ab"};
+  ties.search_attempts = 2 + 2 * kSearchRound;
+  const uint64_t seed = case_seed(1, index) & 0x7FFFFFFFFFFFFFFFull;
+  for (const CaseSpec* spec : {&as_suite, &ties}) {
+    std::vector<Variant> entries;
+    for (const std::string& n : spec->observe) entries.push_back(parse_variant(n));
+    CaseSpec once = *spec;
+    once.search_attempts = 0;
+    uint64_t state = seed;
+    std::vector<GoldenCase> want;
+    size_t want_seen = 0, at_max = 0;
+    uint32_t want_attempt = 0;
+    for (uint32_t a = 0; a < spec->search_attempts; ++a) {
+      const uint64_t s = a == 0 ? seed : splitmix64(state) & 0x7FFFFFFFFFFFFFFFull;
+      std::vector<GoldenCase> c = build_cases(once, index, s, &ex2);
+      const size_t seen = observed_entries(c.back(), entries, &ex2).size();
+      if (!want.empty() && seen == want_seen) ++at_max;
+      if (want.empty() || seen > want_seen) want = std::move(c), want_seen = seen, want_attempt = a, at_max = 1;
+      if (want_seen == entries.size()) break;
+    }
+    if (spec == &as_suite) BOOST_TEST_REQUIRE(want_attempt >= 1 + kSearchRound);
+    else BOOST_TEST_REQUIRE((at_max >= 2 && want_seen < entries.size()));  // a tie to break
+    for (int threads : {1, 4}) {
+      std::vector<GoldenCase> got;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+      got = build_cases(*spec, index, seed, &ex2);
+      BOOST_TEST_REQUIRE(got.size() == want.size());
+      BOOST_TEST((got.back().d.k_init == want.back().d.k_init && got.back().d.v_init == want.back().d.v_init &&
+                  got.back().d.q == want.back().d.q && got.back().d.out_expected == want.back().d.out_expected),
+                 threads << " threads");
+      BOOST_TEST(got.back().exercises.find("attempt " + std::to_string(want_attempt + 1) + " of at most") !=
+                     std::string::npos, got.back().exercises);
     }
   }
 }

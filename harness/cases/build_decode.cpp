@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <stdexcept>
 
 #include "cases/builders.h"
@@ -503,25 +504,53 @@ struct SearchGoal {
   }
 };
 
+// One attempt of a search: its cases and what they reach, or the exception building them threw.
+struct Attempt {
+  std::vector<GoldenCase> cases;
+  std::vector<std::string> seen;
+  std::exception_ptr error;
+};
+
 // A searched spec (CaseSpec::search_attempts): seeds derived from the case seed in turn; the
 // case that reaches every target of its goal, else the one that reaches most (the first of equals).
+// Attempts after the first run kSearchRound at a time as OpenMP tasks (idle threads of the
+// generator's parallel region take them; outside one they run in turn) and are judged in order,
+// so the result, an exception included, is the one-at-a-time search's for any thread count.
 std::vector<GoldenCase> build_searched(const CaseSpec& spec, uint64_t index, uint64_t seed,
                                        const Ex2Profile* ex2) {
   const SearchGoal goal(spec);
+  std::vector<uint64_t> seeds(spec.search_attempts);
+  uint64_t state = seed;
+  for (uint32_t a = 0; a < spec.search_attempts; ++a)
+    seeds[a] = a == 0 ? seed : splitmix64(state) & 0x7FFFFFFFFFFFFFFFull;
   std::vector<GoldenCase> best;
   std::vector<std::string> best_seen;
   uint32_t best_attempt = 0;
-  uint64_t state = seed;
-  for (uint32_t a = 0; a < spec.search_attempts; ++a) {
-    const uint64_t s = a == 0 ? seed : splitmix64(state) & 0x7FFFFFFFFFFFFFFFull;
-    std::vector<GoldenCase> cases = build_once(spec, index, s, ex2);
-    std::vector<std::string> seen = goal.reached(cases.back(), ex2);
-    if (best.empty() || seen.size() > best_seen.size()) {
-      best = std::move(cases);
-      best_seen = std::move(seen);
-      best_attempt = a;
+  bool done = false;
+  for (uint32_t a0 = 0, n = 1; a0 < spec.search_attempts && !done; a0 += n) {
+    n = std::min(a0 == 0 ? 1u : kSearchRound, spec.search_attempts - a0);
+    std::vector<Attempt> round(n);
+    for (uint32_t j = 0; j < n; ++j) {
+#pragma omp task default(shared) firstprivate(j)
+      {
+        try {
+          round[j].cases = build_once(spec, index, seeds[a0 + j], ex2);
+          round[j].seen = goal.reached(round[j].cases.back(), ex2);
+        } catch (...) {
+          round[j].error = std::current_exception();
+        }
+      }
     }
-    if (best_seen.size() == goal.targets.size()) break;
+#pragma omp taskwait
+    for (uint32_t j = 0; j < n && !done; ++j) {
+      if (round[j].error) std::rethrow_exception(round[j].error);
+      if (best.empty() || round[j].seen.size() > best_seen.size()) {
+        best = std::move(round[j].cases);
+        best_seen = std::move(round[j].seen);
+        best_attempt = a0 + j;
+      }
+      done = best_seen.size() == goal.targets.size();
+    }
   }
   std::string missing;
   for (const std::string& t : goal.targets)

@@ -106,6 +106,11 @@ struct CaseSpec {
   std::vector<std::string> tell_apart;  // variant names (tqref/variant.h), two or more
 };
 
+// A search builds its first attempt alone (most searches stop there), then rounds of this many
+// attempts at once, as OpenMP tasks that idle threads of the generator take (cases/build_decode.cpp);
+// the attempts of a round are judged in order, so the case chosen is the one-at-a-time search's.
+inline constexpr uint32_t kSearchRound = 4;
+
 // The sequences a decode spec builds: threshold specs get fixed ones, 16 and 32 positions (one
 // sequence at each probe chunk's start, cases/build_decode.cpp), whatever their seq_lens say.
 std::vector<int32_t> built_seq_lens(const CaseSpec& s);

@@ -83,7 +83,9 @@ uint64_t memory_bytes(const CaseSpec& s) {
   const uint64_t rows = positions, strides = add_sat(mul_sat(n, 2), add_sat(s.key_pad, s.value_pad));
   // The writer case: key and value rows, slots, two of each pool, and the builder's working pools.
   uint64_t bytes = add_sat(mul_sat(rows, add_sat(mul_sat(strides, 2), 8)), mul_sat(add_sat(k_pool, v_pool), 3));
-  if (!dec) return bytes;
+  // A search holds a round of attempts at once (kSearchRound).
+  const uint64_t in_flight = s.search_attempts > 1 ? std::min(s.search_attempts, kSearchRound) : 1;
+  if (!dec) return mul_sat(bytes, in_flight);
   const uint64_t qh = mul_sat(s.num_kv_heads, s.q_per_kv), out = mul_sat(mul_sat(S, qh), s.head_dim);
   const uint64_t table = mul_sat(S, add_sat(longest / std::max<uint64_t>(B, 1) + 1, s.spare_table_entries));
   // The decode case: its own pools, q, tables, outputs (bf16 x2, fp32, fp64 references x2) and
@@ -91,7 +93,7 @@ uint64_t memory_bytes(const CaseSpec& s) {
   const uint64_t decode = add_sat(add_sat(add_sat(k_pool, v_pool), mul_sat(add_sat(mul_sat(qh, s.head_dim), s.q_pad),
                                                                            mul_sat(S, 2))),
                                   add_sat(add_sat(mul_sat(table, 4), mul_sat(out, 24)), mul_sat(positions, qh)));
-  return add_sat(bytes, decode);
+  return mul_sat(add_sat(bytes, decode), in_flight);
 }
 
 }  // namespace tqref::cases

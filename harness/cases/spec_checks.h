@@ -18,7 +18,8 @@ std::string check_spec(const CaseSpec& s);
 // Upper bound of the memory the spec's cases take once built (a decode spec builds its writer case
 // too), computed in 64 bits with saturation from every parameter, pads and spares included: the
 // pools twice per case (initial and expected) plus the builder's working copy, the inputs, the
-// outputs and the decode diagnostics. The generator holds a batch of built cases at a time
+// outputs and the decode diagnostics; for a searched spec, times the attempts it builds at once
+// (kSearchRound). The generator holds a batch of built cases at a time
 // (cases/generate.cpp); a sweep's total is bounded by kMaxSweepBytes (cases/config.cpp).
 uint64_t memory_bytes(const CaseSpec& s);
 
