@@ -511,6 +511,7 @@ ConformResult synthetic() {
   ds.reproducers = {{"0003_decode", "out/reproducers/m02-decode.ptx/smoke/0003_decode.h5"}};
   ds.invariance = {invariance("0002_decode", kD3, false), invariance("0003_decode", kD3, true)};
   d.suites.push_back(ds);
+  d.launch_times = {30, 0.25, 1.5, 0.75};
   ModuleResult n;
   n.file = {"mods/gb10.sm_121.cubin", ModuleKind::cubin};
   n.tag = "m03-gb10.sm_121.cubin";
@@ -581,6 +582,25 @@ BOOST_AUTO_TEST_CASE(reports_from_synthetic_results) {
   BOOST_TEST(xml.find("name=\"tqref-check-m02-decode.ptx:smoke\" tests=\"2\" failures=\"1\"") !=
              std::string::npos, xml);
   BOOST_TEST(xml.find("cannot be loaded: built for sm_121") != std::string::npos);
+}
+
+// Would catch: a module's launch times (what its GPU work cost, beside the run's wall time)
+// dropped from the Markdown or the JSON, or put on another module.
+BOOST_AUTO_TEST_CASE(launch_times_in_the_reports) {
+  const ConformResult r = synthetic();
+  const std::string md = report_markdown(r, 8);
+  BOOST_TEST(md.find("- GPU time: 30 launches; buffers to the device 0.2 s, kernels 1.5 s, buffers back 0.8 s") !=
+             std::string::npos, md);
+  BOOST_TEST(md.find("GPU time: 30") == md.rfind("GPU time:"));  // the modules without launches say nothing
+  namespace pt = boost::property_tree;
+  pt::ptree j;
+  std::istringstream js(report_json(r));
+  pt::read_json(js, j);
+  const pt::ptree& d = std::next(j.get_child("modules").begin())->second;
+  BOOST_TEST(d.get<int>("launch_times.launches") == 30);
+  BOOST_TEST(d.get<double>("launch_times.kernel_s") == 1.5);
+  BOOST_TEST(d.get<double>("launch_times.download_s") == 0.75);
+  BOOST_TEST(j.get_child("modules").begin()->second.get<int>("launch_times.launches") == 0);
 }
 
 // Would catch: a coverage summary ("what this run could have seen") that is dropped from either

@@ -111,6 +111,9 @@ std::string modules_md(const ConformResult& r) {
       for (const auto& [why, n] : su.skipped) s += "  - skipped " + std::to_string(n) + ": " + why + "\n";
     }
     if (!m.pin.empty()) s += "- across the module: " + m.pin + "\n";
+    if (const judge::LaunchTimes& t = m.launch_times; t.launches)
+      s += "- GPU time: " + std::to_string(t.launches) + " launches; buffers to the device " + seconds(t.upload_s) +
+           ", kernels " + seconds(t.kernel_s) + ", buffers back " + seconds(t.download_s) + "\n";
     s += "\n";
   }
   return s;
@@ -281,6 +284,10 @@ Json module_json(const ConformResult& r, const ModuleResult& m) {
           {"hdim_why", m.hdim_why},
           {"builtin", m.builtin},
           {"pin", m.pin},
+          {"launch_times", {{"launches", m.launch_times.launches},
+                            {"upload_s", report::json_number(m.launch_times.upload_s, "%.6f")},
+                            {"kernel_s", report::json_number(m.launch_times.kernel_s, "%.6f")},
+                            {"download_s", report::json_number(m.launch_times.download_s, "%.6f")}}},
           {"decoder_level", judge::level_letter(m.decoder_level)},
           {"fault", m.fault},
           {"error", m.error},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "conform/module_file.h"
+#include "judge/backend.h"
 #include "judge/compare.h"
 #include "judge/dispatch.h"
 #include "judge/level_i.h"
@@ -51,6 +52,7 @@ struct ModuleResult {
   std::string builtin;          // "decode_hdim128" etc. when the bytes are tqref's own build
   std::string pin;              // what the module does differently, across its cases
                                 // (module_pin.h); "" = no failing case
+  judge::LaunchTimes launch_times;  // its launches' upload, kernel and download seconds
 };
 
 // Coverage of the run's suites (judge/coverage.h): entries observable of the total, and the blind

@@ -63,6 +63,7 @@ ProbeAtHdim probe(ModuleResult& m, const GpuRunOptions& o, uint32_t hdim, const 
     if (v.pass) ++p.exact;
     p.bytes_differing += v.bytes_differing;
   }
+  m.launch_times += b.launch_times();
   return p;
 }
 
@@ -173,6 +174,7 @@ void run_suite(ModuleResult& m, const GpuRunOptions& o, const SuiteFile& sf) {
         break;
       }
     }
+    m.launch_times += backend.launch_times();
   } catch (const gpu::Error& e) {
     m.error = "suite " + sf.name + ": " + e.what();
     if (e.fault && m.fault.empty()) m.fault = sf.name + " (" + e.what() + ")";
@@ -244,6 +246,9 @@ void run_module(ModuleResult& m, const GpuRunOptions& o) {
   }
   m.pin = pin_module(m).verdict;
   if (!m.pin.empty()) std::printf("  %s\n", m.pin.c_str());
+  const judge::LaunchTimes& t = m.launch_times;
+  std::printf("  GPU time: %llu launches; buffers to the device %.2f s, kernels %.2f s, buffers back %.2f s\n",
+              (unsigned long long)t.launches, t.upload_s, t.kernel_s, t.download_s);
 }
 
 }  // namespace tqref::conform

@@ -1,5 +1,6 @@
 #include "gpu/gpu_backend.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -191,6 +192,9 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
   if (!f) throw Error(why, -1, false);
   // Each buffer: [guard][data][guard] on the device (whole pools for a pool of production size,
   // device_buffers.h).
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  auto t = clock::now();
   const std::vector<judge::LaunchBuffer> bufs = judge::launch_buffers(c);
   std::vector<DeviceBuffer> dev;
   dev.reserve(bufs.size());
@@ -215,6 +219,8 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
                  : c.d.p.num_q_heads;
     grid.y = c.d.p.num_seqs;
   }
+  times_.upload_s += since(t);
+  t = clock::now();
   if (grid.x > 0 && grid.y > 0) {  // an empty grid launches nothing (and cuLaunchKernel refuses it)
     std::optional<Stream> stream;
     try {
@@ -233,7 +239,12 @@ void GpuBackend::launch_case(const GoldenCase& c, CaseResult& r) {
       throw Error(std::string(e.what()) + "\n  arguments: " + args.describe(), e.code, e.fault);
     }
   }
+  times_.kernel_s += since(t);
+  ++times_.launches;
+  t = clock::now();
   for (size_t i = 0; i < bufs.size(); ++i) download_buffer(c, bufs[i], dev[i], r);
+  dev.clear();  // cuMemFree, timed with the download
+  times_.download_s += since(t);
 }
 
 void GpuBackend::release_modules() {

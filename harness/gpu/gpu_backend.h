@@ -76,6 +76,7 @@ class GpuBackend : public judge::Backend {
   // A kernel outlived the watchdog and may still run: exit with _exit, without CUDA teardown.
   bool abandoned() const override { return abandoned_; }
   std::string description() const override;
+  judge::LaunchTimes launch_times() const override { return times_; }
 
  private:
   const Module& module_for(const golden::GoldenCase& c) const;
@@ -102,6 +103,7 @@ class GpuBackend : public judge::Backend {
   std::string not_launched_;  // error of the cases after fault_case_
   std::vector<std::string> faulted_cases_;
   bool abandoned_ = false;
+  judge::LaunchTimes times_;
 };
 
 // One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB), CUDA driver API 13.0, kernel module 580.x".

@@ -6,6 +6,14 @@ namespace tqref::judge {
 
 using namespace golden;  // the golden case and file format (harness/io)
 
+LaunchTimes& LaunchTimes::operator+=(const LaunchTimes& o) {
+  launches += o.launches;
+  upload_s += o.upload_s;
+  kernel_s += o.kernel_s;
+  download_s += o.download_s;
+  return *this;
+}
+
 GuardedBuffer GuardedBuffer::with_guards(const std::vector<uint8_t>& init) {
   GuardedBuffer g;
   g.bytes.resize(init.size() + 2 * kGuardBytes);

@@ -53,6 +53,16 @@ struct Ex2Source {
   std::string why;
 };
 
+// Where a backend's launches spent their time, summed over every run() (wall seconds of the
+// calling thread): putting each case's buffers on the device (allocation, guard bands, copies),
+// the kernel (launch to completion as the host sees it), taking them back (copies, frees).
+// What a conform run costs beyond its GPU work is the rest (docs/performance.md).
+struct LaunchTimes {
+  uint64_t launches = 0;
+  double upload_s = 0, kernel_s = 0, download_s = 0;
+  LaunchTimes& operator+=(const LaunchTimes& o);
+};
+
 struct Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
@@ -72,6 +82,8 @@ struct Backend {
   // True when the backend gave up on its device context (a launch that never finished): the
   // process must then exit without tearing the context down.
   virtual bool abandoned() const { return false; }
+  // The device backends' launch times; zero for the model (its work is the CPU's).
+  virtual LaunchTimes launch_times() const { return {}; }
 };
 
 // The CPU model (tqref_model) as a backend. `ex2` is needed for decode cases.
