@@ -523,7 +523,7 @@ BOOST_AUTO_TEST_CASE(golden_bytes_independent_of_thread_count) {
 // sweep total rely on) below what the built cases really hold, e.g. a pad, spare
 // or diagnostic buffer left out, or the threshold specs' own sequences ignored; or one far above
 // them. Every smoke spec, and the same specs with every pad and spare raised, are built and their
-// buffers counted.
+// buffers counted; a searched spec's estimate must count the attempts it builds at once.
 BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
   using namespace tqref;
   // The built-in suites are not checked at run time (sweep points are): every spec within the
@@ -550,6 +550,12 @@ BOOST_AUTO_TEST_CASE(memory_estimate_bounds_built_cases) {
     // far above would refuse sweeps that fit.
     BOOST_TEST(memory_bytes(specs[i]) <= 4 * built, "spec " << i << ": estimate " << memory_bytes(specs[i])
                                                              << " bytes for " << built << " built");
+  }  // A search builds a round of attempts at once (kSearchRound): its estimate holds them all.
+  for (const cases::CaseSpec& s : cases::suite_specs("flags")) {
+    if (s.search_attempts < 2) continue;
+    cases::CaseSpec one = s;
+    one.search_attempts = 0;
+    BOOST_TEST(memory_bytes(s) == std::min(s.search_attempts, cases::kSearchRound) * memory_bytes(one));
   }
 }
 
