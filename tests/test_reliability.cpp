@@ -382,6 +382,61 @@ AttrValue get_attr(hid_t obj, const char* name) {
   return v;
 }
 
+
+// The file of description_keeps_every_attribute: objects with dense attribute storage, a second
+// hard link and a named datatype, carrying every kind of attribute a writer may use.
+void write_dense_attribute_file(const std::string& file) {
+  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  h5::Handle f(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+  h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose), null(H5Screate(H5S_NULL), H5Sclose);
+  hsize_t three = 3, two = 2;
+  h5::Handle vec3(H5Screate_simple(1, &three, nullptr), H5Sclose), vec2(H5Screate_simple(1, &two, nullptr), H5Sclose);
+  h5::Handle vstr(H5Tcopy(H5T_C_S1), H5Tclose), fstr(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(vstr.get(), H5T_VARIABLE);
+  H5Tset_cset(vstr.get(), H5T_CSET_UTF8);
+  H5Tset_size(fstr.get(), 6);
+  h5::Handle named(H5Tcopy(H5T_NATIVE_INT16), H5Tclose);
+  BOOST_TEST_REQUIRE(H5Tcommit2(f.get(), "t", named.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  h5::Handle g(H5Gcreate2(f.get(), "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  BOOST_TEST_REQUIRE(H5Lcreate_hard(f.get(), "g", f.get(), "alias", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  h5::Handle ds(H5Dcreate2(f.get(), "d", H5T_NATIVE_INT32, vec3.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  const int32_t data[3] = {1, 2, 3};
+  BOOST_TEST_REQUIRE(H5Dwrite(ds.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+  for (hid_t obj : {f.get(), g.get(), ds.get(), named.get()}) {
+    for (int64_t i = 0; i < 10; ++i)  // more than 8: dense storage
+      put_attr(obj, ("i" + std::to_string(i)).c_str(), H5T_STD_I64LE, scalar.get(), &i);
+    const char* note = "written as h5py writes str";
+    put_attr(obj, "note", vstr.get(), scalar.get(), &note);
+  }
+  const char* strings[3] = {"first", "", "dritte \xc3\xa4"};
+  put_attr(g.get(), "strings", vstr.get(), vec3.get(), strings);
+  put_attr(g.get(), "fixed", fstr.get(), scalar.get(), "abcdef");
+  const double size = 2.5;
+  put_attr(g.get(), "gr\xc3\xb6\xc3\x9f" "e", H5T_IEEE_F64LE, scalar.get(), &size, H5T_CSET_UTF8);
+  struct Pair {
+    int32_t a;
+    double b;
+  } pair{7, -0.125};
+  h5::Handle compound(H5Tcreate(H5T_COMPOUND, sizeof(Pair)), H5Tclose);
+  H5Tinsert(compound.get(), "a", HOFFSET(Pair, a), H5T_NATIVE_INT32);
+  H5Tinsert(compound.get(), "b", HOFFSET(Pair, b), H5T_NATIVE_DOUBLE);
+  put_attr(g.get(), "compound", compound.get(), scalar.get(), &pair);
+  h5::Handle seq(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
+  int32_t s0[2] = {1, 2}, s1[1] = {3};
+  hvl_t seqs[2] = {{2, s0}, {1, s1}};
+  put_attr(g.get(), "sequences", seq.get(), vec2.get(), seqs);
+  const hsize_t dim3 = 3;
+  h5::Handle array(H5Tarray_create2(H5T_NATIVE_INT16, 1, &dim3), H5Tclose);
+  const int16_t arr[3] = {-1, 0, 1};
+  put_attr(g.get(), "array", array.get(), scalar.get(), arr);
+  put_attr(g.get(), "empty", H5T_NATIVE_INT32, null.get(), nullptr);
+  const int16_t typed = 42;
+  put_attr(g.get(), "typed", named.get(), scalar.get(), &typed);
+  hobj_ref_t ref = 0;
+  BOOST_TEST_REQUIRE(H5Rcreate(&ref, f.get(), "d", H5R_OBJECT, -1) >= 0);
+  put_attr(g.get(), "reference", H5T_STD_REF_OBJ, scalar.get(), &ref);
+}
 }  // namespace
 
 // Would catch: a valid file refused or changed on its way through the validating child. libhdf5
@@ -394,58 +449,7 @@ AttrValue get_attr(hid_t obj, const char* name) {
 BOOST_AUTO_TEST_CASE(description_keeps_every_attribute) {
   const fs::path d = scratch("dense_attributes");
   const std::string file = (d / "dense.h5").string();
-  {
-    h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-    H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
-    h5::Handle f(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-    h5::Handle scalar(H5Screate(H5S_SCALAR), H5Sclose), null(H5Screate(H5S_NULL), H5Sclose);
-    hsize_t three = 3, two = 2;
-    h5::Handle vec3(H5Screate_simple(1, &three, nullptr), H5Sclose), vec2(H5Screate_simple(1, &two, nullptr), H5Sclose);
-    h5::Handle vstr(H5Tcopy(H5T_C_S1), H5Tclose), fstr(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(vstr.get(), H5T_VARIABLE);
-    H5Tset_cset(vstr.get(), H5T_CSET_UTF8);
-    H5Tset_size(fstr.get(), 6);
-    h5::Handle named(H5Tcopy(H5T_NATIVE_INT16), H5Tclose);
-    BOOST_TEST_REQUIRE(H5Tcommit2(f.get(), "t", named.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) >= 0);
-    h5::Handle g(H5Gcreate2(f.get(), "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-    BOOST_TEST_REQUIRE(H5Lcreate_hard(f.get(), "g", f.get(), "alias", H5P_DEFAULT, H5P_DEFAULT) >= 0);
-    h5::Handle ds(H5Dcreate2(f.get(), "d", H5T_NATIVE_INT32, vec3.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-    const int32_t data[3] = {1, 2, 3};
-    BOOST_TEST_REQUIRE(H5Dwrite(ds.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    for (hid_t obj : {f.get(), g.get(), ds.get(), named.get()}) {
-      for (int64_t i = 0; i < 10; ++i)  // more than 8: dense storage
-        put_attr(obj, ("i" + std::to_string(i)).c_str(), H5T_STD_I64LE, scalar.get(), &i);
-      const char* note = "written as h5py writes str";
-      put_attr(obj, "note", vstr.get(), scalar.get(), &note);
-    }
-    const char* strings[3] = {"first", "", "dritte \xc3\xa4"};
-    put_attr(g.get(), "strings", vstr.get(), vec3.get(), strings);
-    put_attr(g.get(), "fixed", fstr.get(), scalar.get(), "abcdef");
-    const double size = 2.5;
-    put_attr(g.get(), "gr\xc3\xb6\xc3\x9f" "e", H5T_IEEE_F64LE, scalar.get(), &size, H5T_CSET_UTF8);
-    struct Pair {
-      int32_t a;
-      double b;
-    } pair{7, -0.125};
-    h5::Handle compound(H5Tcreate(H5T_COMPOUND, sizeof(Pair)), H5Tclose);
-    H5Tinsert(compound.get(), "a", HOFFSET(Pair, a), H5T_NATIVE_INT32);
-    H5Tinsert(compound.get(), "b", HOFFSET(Pair, b), H5T_NATIVE_DOUBLE);
-    put_attr(g.get(), "compound", compound.get(), scalar.get(), &pair);
-    h5::Handle seq(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
-    int32_t s0[2] = {1, 2}, s1[1] = {3};
-    hvl_t seqs[2] = {{2, s0}, {1, s1}};
-    put_attr(g.get(), "sequences", seq.get(), vec2.get(), seqs);
-    const hsize_t dim3 = 3;
-    h5::Handle array(H5Tarray_create2(H5T_NATIVE_INT16, 1, &dim3), H5Tclose);
-    const int16_t arr[3] = {-1, 0, 1};
-    put_attr(g.get(), "array", array.get(), scalar.get(), arr);
-    put_attr(g.get(), "empty", H5T_NATIVE_INT32, null.get(), nullptr);
-    const int16_t typed = 42;
-    put_attr(g.get(), "typed", named.get(), scalar.get(), &typed);
-    hobj_ref_t ref = 0;
-    BOOST_TEST_REQUIRE(H5Rcreate(&ref, f.get(), "d", H5R_OBJECT, -1) >= 0);
-    put_attr(g.get(), "reference", H5T_STD_REF_OBJ, scalar.get(), &ref);
-  }
+  write_dense_attribute_file(file);
   // Through the description (hdf5_description.h): every attribute listed as libhdf5 lists it, and
   // each read back as libhdf5 reads it from the file itself, or refused as the readers refuse a
   // kind of value they never read.
