@@ -75,8 +75,16 @@ float ApproxUnits::sqrt(float x, bool ftz) const {
 
 float ApproxUnits::div(Division d, float a, float b, bool ftz) const {
   if (d == Division::rn) return ftz ? flush(flush(a) / flush(b)) : a / b;
-  const float r = rcp(b, ftz);
-  return canonical(ftz ? flush(flush(a) * r) : a * r);
+  // The SASS ptxas writes for sm_90 (docs/approx-units.md): both operands scaled by one power of
+  // two, each product rounded, so that MUFU.RCP (the .ftz reciprocal) sees a normal divisor, then
+  // one FMUL. div.full scales a huge divisor down; the non-.ftz forms scale a subnormal one up.
+  const auto mul = [ftz](float x, float y) { return ftz ? flush(flush(x) * flush(y)) : x * y; };
+  const float mag = std::fabs(b);
+  float s = 1.0f;
+  if (d == Division::full && mag > 0x1p126f) s = 0.25f;
+  if (!ftz && mag < 0x1p-126f) s = k2p24;
+  if (s != 1.0f) a = mul(a, s), b = mul(b, s);
+  return canonical(mul(a, rcp(b, true)));
 }
 
 namespace {

@@ -106,6 +106,68 @@ BOOST_AUTO_TEST_CASE(division_is_a_times_the_reciprocal_rounded_once) {
   BOOST_TEST(bits(u.div(Division::full, from_bits(0x00400000u), 0.5f, false)) == 0x00800000u);
 }
 
+// Catches: a division that lets MUFU.RCP see an out-of-range divisor (the first hypothesis, a *
+// rcp(b)). The oracle is the H200: the first counter-examples its probe printed against that
+// hypothesis (docs/conformance/2026-12-05-session13-h200.md), each the GPU's own result, checked
+// against the committed sm_90 tables. The PTX ISA states the div.approx case too: a divisor above
+// 2^126 gives zero.
+BOOST_AUTO_TEST_CASE(division_scales_the_divisor_into_the_reciprocals_range) {
+  struct Pair {
+    Division d;
+    bool ftz;
+    uint32_t a, b, got;
+  };
+  static const Pair kH200[] = {
+    {Division::full, false, 0x0096C82Bu, 0x000939E2u, 0x4182BE64u},  // div.full.f32
+    {Division::full, false, 0x31916187u, 0x8019BB31u, 0xF1B4CCACu},  // div.full.f32
+    {Division::full, false, 0xABE0BE48u, 0x000F884Du, 0xEC67823Fu},  // div.full.f32
+    {Division::full, false, 0x27E4967Au, 0x001B9928u, 0x680485E2u},  // div.full.f32
+    {Division::full, false, 0xAA41B34Eu, 0x0004ABDDu, 0xEBA5DCE0u},  // div.full.f32
+    {Division::full, false, 0x176E479Fu, 0x80000196u, 0xDD963ED1u},  // div.full.f32
+    {Division::full, false, 0x6EB0E203u, 0x7EC139B1u, 0x2F6A5922u},  // div.full.f32
+    {Division::full, false, 0x76F010C8u, 0xFF6C9EDEu, 0xB701DD12u},  // div.full.f32
+    {Division::full, false, 0xEB2C495Au, 0xFF0C7DF9u, 0x2B9CF7A7u},  // div.full.f32
+    {Division::full, false, 0x4469203Bu, 0x7EBCCB9Fu, 0x051E0E29u},  // div.full.f32
+    {Division::full, false, 0xCDD2BE46u, 0xFF72024Au, 0x0DDEED40u},  // div.full.f32
+    {Division::full, false, 0xF29512A2u, 0x7EF13DC4u, 0xB31E315Cu},  // div.full.f32
+    {Division::full, false, 0xBFDBE879u, 0xFF702422u, 0x003A9B92u},  // div.full.f32
+    {Division::full, false, 0xBDE71731u, 0x7F63A796u, 0x80040F75u},  // div.full.f32
+    {Division::full, false, 0xBDA6D250u, 0x7F374524u, 0x8003A418u},  // div.full.f32
+    {Division::full, false, 0x3E46829Fu, 0xFF5DEA44u, 0x80072801u},  // div.full.f32
+    {Division::full, false, 0x3EAD3BD4u, 0x7F5E8A7Au, 0x000C7479u},  // div.full.f32
+    {Division::full, false, 0xBF6E7DC4u, 0xFEAD15BBu, 0x00582F4Au},  // div.full.f32
+    {Division::full, true, 0xD0AAFE27u, 0xFF0A493Bu, 0x111E4620u},  // div.full.ftz.f32
+    {Division::full, true, 0xE6C88886u, 0x7F713D48u, 0xA6D4CDA1u},  // div.full.ftz.f32
+    {Division::full, true, 0x78EF6E93u, 0x7EED04C6u, 0x39814DA4u},  // div.full.ftz.f32
+    {Division::full, true, 0x54760943u, 0xFF4D420Fu, 0x94996DF2u},  // div.full.ftz.f32
+    {Division::full, true, 0x4836C429u, 0x7EDBA2E7u, 0x08D5068Eu},  // div.full.ftz.f32
+    {Division::full, true, 0x6B69561Bu, 0xFF68472Au, 0xAB80954Eu},  // div.full.ftz.f32
+    {Division::approx, false, 0xB2E35DE4u, 0x800354F6u, 0x74887AC8u},  // div.approx.f32
+    {Division::approx, false, 0x048076C6u, 0x000BC77Eu, 0x452E7EBAu},  // div.approx.f32
+    {Division::approx, false, 0x9BF94DC6u, 0x001599D1u, 0xDC38A98Au},  // div.approx.f32
+    {Division::approx, false, 0xA637E791u, 0x800D3DCDu, 0x66DE37AFu},  // div.approx.f32
+    {Division::approx, false, 0x8CF5D6D8u, 0x001776A8u, 0xCD27A3E9u},  // div.approx.f32
+    {Division::approx, false, 0x10EA6D6Bu, 0x8008BA5Cu, 0xD1D6DFEDu},  // div.approx.f32
+    {Division::approx, false, 0xFDD40C96u, 0x7EDD81A3u, 0x80000000u},  // div.approx.f32
+    {Division::approx, false, 0xFD321158u, 0xFEDA9824u, 0x00000000u},  // div.approx.f32
+    {Division::approx, false, 0xC8BF8646u, 0x7EEF4974u, 0x80000000u},  // div.approx.f32
+    {Division::approx, false, 0xCC6C8915u, 0xFF2FFE19u, 0x00000000u},  // div.approx.f32
+    {Division::approx, false, 0xCD5FAF58u, 0x7F1A2B29u, 0x80000000u},  // div.approx.f32
+    {Division::approx, false, 0xFF205F93u, 0xFF122A43u, 0x00000000u},  // div.approx.f32
+    {Division::approx, false, 0x34263CE0u, 0xFEDFF57Du, 0x80000000u},  // div.approx.f32
+    {Division::approx, false, 0xB65C1943u, 0x7F48CD36u, 0x80000000u},  // div.approx.f32
+    {Division::approx, false, 0xBCE054FFu, 0xFE9D444Cu, 0x00000000u},  // div.approx.f32
+    {Division::approx, false, 0x33D20AC4u, 0xFE81181Au, 0x80000000u},  // div.approx.f32
+  };
+  const ApproxUnits u = load_approx_units(std::string(TQREF_SOURCE_DIR) + "/data/hw/sm_90/approx.h5");
+  for (const Pair& p : kH200)
+    BOOST_TEST(bits(u.div(p.d, from_bits(p.a), from_bits(p.b), p.ftz)) == p.got,
+               std::hex << "a=0x" << p.a << " b=0x" << p.b << " ftz=" << p.ftz);
+  const ApproxUnits& z = zero_units();
+  BOOST_TEST(bits(z.div(Division::approx, 1.0f, 0x1p127f, false)) == 0u);
+  BOOST_TEST(bits(z.div(Division::approx, -1.0f, 0x1p127f, true)) == 0x80000000u);
+}
+
 // Catches: a delta applied to the wrong entry or with the wrong sign, and the exponent scaling
 // applied before the table (a delta must move every binade's result by one ulp the same way).
 BOOST_AUTO_TEST_CASE(a_delta_moves_its_entry_in_every_binade) {

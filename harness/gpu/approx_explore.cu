@@ -16,7 +16,9 @@
 //   sqrt: -0 -> -0, +Inf -> +Inf, x < 0 -> canonical NaN; normal x = f * 4^k, f in [1, 4) ->
 //         S[f] * 2^k; subnormal x (no ftz) -> sqrt(x * 2^24) * 2^-12.
 //   .ftz: subnormal inputs read as signed zero, subnormal results flush to signed zero.
-//   div.full(a, b)  = a * rcp(b), one rounding;  div.approx(a, b) = the same with .ftz rcp.
+//   div:  a' * rcp.ftz(b'), one rounding (.ftz flushes a' and the product), with (a', b') =
+//         (a, b) * s, each product rounded: s = 1/4 for div.full when |b| > 2^126, s = 2^24
+//         without .ftz when |b| < 2^-126, else 1 (the SASS ptxas writes for sm_90).
 // Usage: approx_explore OUTDIR   (writes rcp_delta.i8 and sqrt_delta.i8, the log to stdout; exit 0
 // when the structure held for every input, 1 on a mismatch or a CUDA error, 2 usage)
 #include <cuda_runtime.h>
@@ -113,16 +115,30 @@ __device__ float model_sqrt(float x, bool ftz) {
   return scale2(__uint_as_float(g_S[i]), k);
 }
 
+__device__ float model_mul(float x, float y, bool ftz) {
+  return ftz ? flush(__fmul_rn(flush(x), flush(y))) : __fmul_rn(x, y);
+}
+
+// a' * rcp.ftz(b') with (a', b') = (a, b) * s, each product rounded (see the structure above).
+__device__ float model_div(float a, float b, bool full, bool ftz) {
+  const float mag = fabsf(b);
+  float s = 1.0f;
+  if (full && mag > 0x1p126f) s = 0.25f;
+  if (!ftz && mag < 0x1p-126f) s = 16777216.0f;
+  if (s != 1.0f) a = model_mul(a, s, ftz), b = model_mul(b, s, ftz);
+  return model_mul(a, model_rcp(b, true), ftz);
+}
+
 __device__ float model(int op, float a, float b) {
   switch (op) {
     case RCP: return model_rcp(a, false);
     case RCP_FTZ: return model_rcp(a, true);
     case SQRT: return model_sqrt(a, false);
     case SQRT_FTZ: return model_sqrt(a, true);
-    case DIV_FULL: return __fmul_rn(a, model_rcp(b, false));
-    case DIV_FULL_FTZ: return flush(__fmul_rn(flush(a), model_rcp(b, true)));
-    case DIV_APPROX: return __fmul_rn(a, model_rcp(b, false));
-    default: return flush(__fmul_rn(flush(a), model_rcp(b, true)));
+    case DIV_FULL: return model_div(a, b, true, false);
+    case DIV_FULL_FTZ: return model_div(a, b, true, true);
+    case DIV_APPROX: return model_div(a, b, false, false);
+    default: return model_div(a, b, false, true);
   }
 }
 

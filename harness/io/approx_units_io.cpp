@@ -24,7 +24,9 @@ constexpr const char* kStructureRules =
     "rounded once, subnormal x -> rcp(x * 2^24) * 2^24; sqrt: NaN, x < 0, -Inf -> 0x7FFFFFFF, "
     "+-0 -> +-0, +Inf -> +Inf, normal f * 4^k (f in [1, 4)) -> S[f] * 2^k, subnormal x -> "
     "sqrt(x * 2^24) * 2^-12; .ftz: subnormal inputs and results are zero of their sign; "
-    "div.full(a, b) = div.approx(a, b) = a * rcp(b) rounded once (see model/tqref/approx.h)";
+    "div(a, b) = a' * rcp.ftz(b') rounded once, (a', b') = (a, b) * s each rounded, s = 1/4 for "
+    "div.full if |b| > 2^126, s = 2^24 without .ftz if |b| < 2^-126, else 1 (see "
+    "model/tqref/approx.h)";
 
 std::string read_attr(const h5::Node& f, const char* name) {
   if (!f.has_attr(name)) throw ApproxUnitsError(f.where() + ": attribute '" + name + "' missing");

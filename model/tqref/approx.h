@@ -10,8 +10,10 @@
 //   sqrt(x):  NaN, x < 0 (but -0), -Inf -> 0x7FFFFFFF; +-0 -> +-0; +Inf -> +Inf;
 //             normal x = f * 4^k, f in [1, 4) -> S[f] * 2^k; subnormal x -> sqrt(x * 2^24) * 2^-12.
 //   .ftz:     subnormal inputs read as zero of their sign, subnormal results flush to zero.
-//   div.full(a, b) = a * rcp(b) rounded once; div.approx likewise (the .ftz form flushes a, the
-//             reciprocal and the product).
+//   div(a, b): a' * rcp.ftz(b') in one rounding (the .ftz form flushes a' and the product), where
+//             (a', b') = (a, b) * s, each product rounded: s = 1/4 for div.full when |b| > 2^126;
+//             s = 2^24 without .ftz when |b| < 2^-126 (both divisions); else s = 1. So
+//             div.approx of |b| > 2^126 is a signed zero (or NaN).
 // R[m] (m < 2^23, x in [1, 2)) and S[i] (i < 2^24, x in [1, 4)) are the measured fraction tables,
 // stored as each entry's difference from the correctly rounded result.
 #pragma once
