@@ -32,21 +32,41 @@ std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
 }
 
 // The bytes of `b` the kernel is launched with: a sparse case's slots and block-table entries in
-// physical ids (io/sparse_pool.h), every other buffer as the case holds it.
-std::vector<uint8_t> launch_bytes(const GoldenCase& c, const LaunchBuffer& b) {
+// physical ids (io/sparse_pool.h), made in `storage`; every other buffer as the case holds it.
+std::span<const uint8_t> launch_bytes(const GoldenCase& c, const LaunchBuffer& b, std::vector<uint8_t>& storage) {
   if (!c.sparse) return b.bytes;
   const golden::SparsePool& sp = *c.sparse;
   if (c.kind == CaseKind::writer && b.name == "slot_mapping") {
     std::vector<int64_t> s = c.w.slot_mapping;
     for (int64_t& x : s) x = golden::physical_slot(sp, c.w.p.block_size, x);
-    return as_bytes(s);
+    return storage = as_bytes(s);
   }
   if (c.kind == CaseKind::decode && b.name == "block_tables") {
     std::vector<int32_t> t = c.d.block_tables;
     for (int32_t& x : t) x = golden::physical_table_entry(sp, c.d.num_blocks, x);
-    return as_bytes(t);
+    return storage = as_bytes(t);
   }
   return b.bytes;
+}
+
+// Both guard bands, as every buffer has them (judge::GuardedBuffer).
+const GuardedBuffer& guard_bands() {
+  static const GuardedBuffer bands = GuardedBuffer::with_guards({});
+  return bands;
+}
+
+// [guard][data][guard] into d. A large buffer goes up from where it lies, its bands beside it: a
+// packed host copy would cost another pass over megabytes per launch.
+void upload_guarded(DeviceBuffer& d, std::span<const uint8_t> data) {
+  constexpr uint64_t kPackBelow = 1 << 20;
+  if (data.size() < kPackBelow) {
+    const GuardedBuffer host = GuardedBuffer::with_guards(data);
+    d.upload(host.bytes.data(), host.bytes.size());
+    return;
+  }
+  d.upload(guard_bands().bytes.data(), kGuardBytes, 0);
+  d.upload(data.data(), data.size(), kGuardBytes);
+  d.upload(guard_bands().bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data.size());
 }
 
 // The unstored blocks of a whole pool that the judge checks for the background (sampled_blocks).
@@ -70,18 +90,18 @@ uint64_t device_bytes(const GoldenCase& c) {
 
 DeviceBuffer upload_buffer(const GoldenCase& c, const LaunchBuffer& b) {
   if (!whole_pool(c, b.name)) {
-    const GuardedBuffer host = GuardedBuffer::with_guards(launch_bytes(c, b));
-    DeviceBuffer d(host.bytes.size());
-    d.upload(host.bytes.data(), host.bytes.size());
+    std::vector<uint8_t> storage;
+    const std::span<const uint8_t> data = launch_bytes(c, b, storage);
+    DeviceBuffer d(data.size() + 2 * kGuardBytes);
+    upload_guarded(d, data);
     return d;
   }
   const golden::SparsePool& sp = *c.sparse;
   const uint64_t bb = pool_block_bytes(c, b.name), data = sp.pool_blocks * bb;
   DeviceBuffer d(data + 2 * kGuardBytes);
   d.fill(sp.background, data, kGuardBytes);
-  const GuardedBuffer bands = GuardedBuffer::with_guards({});  // both guard bands, as for any buffer
-  d.upload(bands.bytes.data(), kGuardBytes, 0);
-  d.upload(bands.bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data);
+  d.upload(guard_bands().bytes.data(), kGuardBytes, 0);
+  d.upload(guard_bands().bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data);
   for (size_t j = 0; j < sp.block_ids.size(); ++j)
     d.upload(b.bytes.data() + j * bb, bb, kGuardBytes + uint64_t(sp.block_ids[j]) * bb);
   return d;
@@ -94,8 +114,9 @@ void download_buffer(const GoldenCase& c, const LaunchBuffer& b, const DeviceBuf
     g.bytes.resize(dev.bytes());
     dev.download(g.bytes.data(), g.bytes.size());
     // launched in physical ids: unchanged ones are the case's compact ones (a change is reported)
-    const std::vector<uint8_t> launched = launch_bytes(c, b);
-    if (launched != b.bytes && std::memcmp(g.data(), launched.data(), launched.size()) == 0)
+    std::vector<uint8_t> storage;
+    const std::span<const uint8_t> launched = launch_bytes(c, b, storage);
+    if (launched.data() != b.bytes.data() && std::memcmp(g.data(), launched.data(), launched.size()) == 0)
       std::memcpy(g.data(), b.bytes.data(), b.bytes.size());
     to[b.name] = std::move(g);
     return;

@@ -14,7 +14,7 @@ LaunchTimes& LaunchTimes::operator+=(const LaunchTimes& o) {
   return *this;
 }
 
-GuardedBuffer GuardedBuffer::with_guards(const std::vector<uint8_t>& init) {
+GuardedBuffer GuardedBuffer::with_guards(std::span<const uint8_t> init) {
   GuardedBuffer g;
   g.bytes.resize(init.size() + 2 * kGuardBytes);
   for (uint64_t i = 0; i < kGuardBytes; ++i) {

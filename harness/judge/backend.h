@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ struct GuardedBuffer {
   uint8_t* data() { return bytes.data() + kGuardBytes; }
   const uint8_t* data() const { return bytes.data() + kGuardBytes; }
   // A buffer holding `init` between freshly written guard bands.
-  static GuardedBuffer with_guards(const std::vector<uint8_t>& init);
+  static GuardedBuffer with_guards(std::span<const uint8_t> init);
 };
 
 // What a backend produced for one case. Writer cases: "k_cache", "v_cache"; decode: "output".
