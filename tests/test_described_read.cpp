@@ -12,6 +12,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/hdf5_util.h"
@@ -117,6 +118,59 @@ BOOST_AUTO_TEST_SUITE(described_read)
 BOOST_AUTO_TEST_CASE(committed_golden_files_read_as_libhdf5_reads_them) {
   BOOST_TEST(compare_every_dataset(TQREF_SOURCE_DIR "/data/golden/smoke.h5") > 100u);
   BOOST_TEST(compare_every_dataset(TQREF_SOURCE_DIR "/data/golden/real.h5") > 10u);
+}
+
+// Would catch: state shared by the readers of one opened file (a file offset instead of pread, a
+// chunk cache, a scratch buffer): conform reads a suite on its modules' thread while the coverage
+// summary reads the same opened file on another (gpu/conform_session.cpp). Four threads read every
+// dataset of one Node at once, each in another order, and must get libhdf5's bytes.
+BOOST_AUTO_TEST_CASE(one_opened_file_read_from_several_threads_at_once) {
+  const std::string file = TQREF_SOURCE_DIR "/data/golden/smoke.h5";
+  const h5::Node root = h5::Node::open_file(file);
+  std::vector<std::string> paths;
+  std::vector<std::vector<uint8_t>> want;
+  {
+    h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    H5Ovisit2(f.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &paths, H5O_INFO_BASIC);
+    for (const std::string& p : paths) want.push_back(libhdf5_bytes(f.get(), p));
+  }
+  // One read call per dataset, chosen by its element type here, where libhdf5 may run.
+  std::vector<std::function<std::vector<uint8_t>()>> reads;
+  {
+    h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    for (const std::string& p : paths) {
+      h5::Handle d(H5Dopen2(f.get(), p.c_str(), H5P_DEFAULT), H5Dclose);
+      h5::Handle type(H5Dget_type(d.get()), H5Tclose);
+      const size_t size = H5Tget_size(type.get());
+      const bool flt = H5Tget_class(type.get()) == H5T_FLOAT, uns = H5Tget_sign(type.get()) == H5T_SGN_NONE;
+      const std::string name = p.substr(1);
+      reads.push_back([&root, name, size, flt, uns]() -> std::vector<uint8_t> {
+        if (flt) return size == 4 ? as_bytes(root.read<float>(name)) : as_bytes(root.read<double>(name));
+        switch (size) {
+          case 1: return uns ? as_bytes(root.read<uint8_t>(name)) : as_bytes(root.read<int8_t>(name));
+          case 2: return as_bytes(root.read<uint16_t>(name));
+          case 4: return uns ? as_bytes(root.read<uint32_t>(name)) : as_bytes(root.read<int32_t>(name));
+          default: return uns ? as_bytes(root.read<uint64_t>(name)) : as_bytes(root.read<int64_t>(name));
+        }
+      });
+    }
+  }
+  BOOST_TEST_REQUIRE(paths.size() > 100u);
+  std::vector<size_t> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < wrong.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < 3 * paths.size(); ++k) {
+        const size_t i = (k * (2 * t + 1) + t * 17) % paths.size();  // another order per thread
+        try {
+          if (reads[i]() != want[i]) ++wrong[t];
+        } catch (const std::exception&) {
+          ++wrong[t];
+        }
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (size_t t = 0; t < wrong.size(); ++t) BOOST_TEST(wrong[t] == 0u, "thread " << t);
 }
 
 // Would catch: the scatter of a chunk (edges, runs over trailing dimensions), the fill value of

@@ -1,5 +1,6 @@
 #include "gpu/conform_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "gpu/calibrate_ex2.h"
 #include "gpu/driver.h"
 #include "gpu/gpu_backend.h"
+#include "io/approx_units_io.h"
 #include "io/atomic_output.h"
 #include "io/ex2_profile_io.h"
 #include "io/exit_code.h"
@@ -114,6 +116,19 @@ RunCoverage suites_coverage(const std::vector<SuiteFile>& suites) {
   return {cov.observable(), cov.total(), cov.blind()};
 }
 
+// Whether the coverage summary can run beside the modules (run_conform_session): every suite
+// opened, and the approximate units loaded if installed (a failed load is left to the summary).
+bool all_open_with_units(const std::vector<SuiteFile>& suites) {
+  if (!std::all_of(suites.begin(), suites.end(), [](const SuiteFile& s) { return bool(s.opened); })) return false;
+  if (!approx_units_present()) return true;
+  try {
+    approx_units();
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // conform.md, conform.json and conform.junit.xml into --out, each whole or not at all.
 bool write_reports(const GpuRunOptions& o, const ConformResult& res) {
   try {
@@ -165,10 +180,13 @@ int run_conform_session(ConformResult& res, SessionOptions o) {
   open_suite_files(r.suites);  // once for every module
   const double open_s = since(t);
   r.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
-  // The coverage summary is the CPU model's work on the files alone (the readers are pread-based
-  // and hold no state): it runs beside the modules, whose time is mostly the GPU's and its buffers'.
+  // The coverage summary is the CPU model's work on the files alone: it runs beside the modules,
+  // whose time is mostly the GPU's and its buffers', when every file is open (their readers are
+  // pread-based and hold no state) and the approximate units are loaded (a load forks the
+  // validating child; one fork at a time). Otherwise it runs after them, as it always did.
   std::future<RunCoverage> coverage;
-  if (o.coverage) coverage = std::async(std::launch::async, suites_coverage, std::cref(r.suites));
+  if (o.coverage && all_open_with_units(r.suites))
+    coverage = std::async(std::launch::async, suites_coverage, std::cref(r.suites));
   t = clock::now();
   for (auto& m : res.modules) {
     try {
@@ -180,7 +198,7 @@ int run_conform_session(ConformResult& res, SessionOptions o) {
   }
   const double modules_s = since(t);
   t = clock::now();
-  if (o.coverage) res.coverage = coverage.get();
+  if (o.coverage) res.coverage = coverage.valid() ? coverage.get() : suites_coverage(r.suites);
   const double coverage_wait_s = since(t);
   t = clock::now();
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count();
