@@ -60,6 +60,7 @@ def main():
     ax.set_xticks(list(xs))
     ax.set_xticklabels([f"{r['label']}\n{r['name']}" for r in rows], fontsize=8)
     ax.set_ylabel("seconds (wall)")
+    ax.set_ylim(0, 1.45 * max(r["wall"] for r in rows))  # room for the legend above the bars
     ax.set_title("tqref conform over six suites, level I included (H200)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
