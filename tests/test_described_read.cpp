@@ -39,20 +39,26 @@ std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
   return b;
 }
 
-// Dataset `path` through Node::open_file's description, read as its own element type.
-std::vector<uint8_t> described_bytes(const h5::Node& root, hid_t file, const std::string& path) {
+// A read of dataset `path` through Node::open_file's description, as its own element type (chosen
+// here, with libhdf5; the read itself uses none, so it may run on any thread).
+std::function<std::vector<uint8_t>()> read_through_description(const h5::Node& root, hid_t file, const std::string& path) {
   h5::Handle d(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose);
   h5::Handle type(H5Dget_type(d.get()), H5Tclose);
   const size_t size = H5Tget_size(type.get());
   const bool is_float = H5Tget_class(type.get()) == H5T_FLOAT, is_unsigned = H5Tget_sign(type.get()) == H5T_SGN_NONE;
-  const std::string name = path.substr(1);
-  if (is_float) return size == 4 ? as_bytes(root.read<float>(name)) : as_bytes(root.read<double>(name));
-  switch (size) {
-    case 1: return is_unsigned ? as_bytes(root.read<uint8_t>(name)) : as_bytes(root.read<int8_t>(name));
-    case 2: return as_bytes(root.read<uint16_t>(name));
-    case 4: return is_unsigned ? as_bytes(root.read<uint32_t>(name)) : as_bytes(root.read<int32_t>(name));
-    default: return is_unsigned ? as_bytes(root.read<uint64_t>(name)) : as_bytes(root.read<int64_t>(name));
-  }
+  return [&root, name = path.substr(1), size, is_float, is_unsigned]() -> std::vector<uint8_t> {
+    if (is_float) return size == 4 ? as_bytes(root.read<float>(name)) : as_bytes(root.read<double>(name));
+    switch (size) {
+      case 1: return is_unsigned ? as_bytes(root.read<uint8_t>(name)) : as_bytes(root.read<int8_t>(name));
+      case 2: return as_bytes(root.read<uint16_t>(name));
+      case 4: return is_unsigned ? as_bytes(root.read<uint32_t>(name)) : as_bytes(root.read<int32_t>(name));
+      default: return is_unsigned ? as_bytes(root.read<uint64_t>(name)) : as_bytes(root.read<int64_t>(name));
+    }
+  };
+}
+
+std::vector<uint8_t> described_bytes(const h5::Node& root, hid_t file, const std::string& path) {
+  return read_through_description(root, file, path)();
 }
 
 herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
@@ -134,26 +140,11 @@ BOOST_AUTO_TEST_CASE(one_opened_file_read_from_several_threads_at_once) {
     H5Ovisit2(f.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &paths, H5O_INFO_BASIC);
     for (const std::string& p : paths) want.push_back(libhdf5_bytes(f.get(), p));
   }
-  // One read call per dataset, chosen by its element type here, where libhdf5 may run.
+  // One read call per dataset, its element type chosen here, where libhdf5 may run.
   std::vector<std::function<std::vector<uint8_t>()>> reads;
   {
     h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    for (const std::string& p : paths) {
-      h5::Handle d(H5Dopen2(f.get(), p.c_str(), H5P_DEFAULT), H5Dclose);
-      h5::Handle type(H5Dget_type(d.get()), H5Tclose);
-      const size_t size = H5Tget_size(type.get());
-      const bool flt = H5Tget_class(type.get()) == H5T_FLOAT, uns = H5Tget_sign(type.get()) == H5T_SGN_NONE;
-      const std::string name = p.substr(1);
-      reads.push_back([&root, name, size, flt, uns]() -> std::vector<uint8_t> {
-        if (flt) return size == 4 ? as_bytes(root.read<float>(name)) : as_bytes(root.read<double>(name));
-        switch (size) {
-          case 1: return uns ? as_bytes(root.read<uint8_t>(name)) : as_bytes(root.read<int8_t>(name));
-          case 2: return as_bytes(root.read<uint16_t>(name));
-          case 4: return uns ? as_bytes(root.read<uint32_t>(name)) : as_bytes(root.read<int32_t>(name));
-          default: return uns ? as_bytes(root.read<uint64_t>(name)) : as_bytes(root.read<int64_t>(name));
-        }
-      });
-    }
+    for (const std::string& p : paths) reads.push_back(read_through_description(root, f.get(), p));
   }
   BOOST_TEST_REQUIRE(paths.size() > 100u);
   std::vector<size_t> wrong(4, 0);
