@@ -135,16 +135,15 @@ BOOST_AUTO_TEST_CASE(one_opened_file_read_from_several_threads_at_once) {
   const h5::Node root = h5::Node::open_file(file);
   std::vector<std::string> paths;
   std::vector<std::vector<uint8_t>> want;
-  {
-    h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    H5Ovisit2(f.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &paths, H5O_INFO_BASIC);
-    for (const std::string& p : paths) want.push_back(libhdf5_bytes(f.get(), p));
-  }
-  // One read call per dataset, its element type chosen here, where libhdf5 may run.
+  // Per dataset, libhdf5's bytes and a read call of its element type, made here, where libhdf5 may run.
   std::vector<std::function<std::vector<uint8_t>()>> reads;
   {
     h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    for (const std::string& p : paths) reads.push_back(read_through_description(root, f.get(), p));
+    H5Ovisit2(f.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &paths, H5O_INFO_BASIC);
+    for (const std::string& p : paths) {
+      want.push_back(libhdf5_bytes(f.get(), p));
+      reads.push_back(read_through_description(root, f.get(), p));
+    }
   }
   BOOST_TEST_REQUIRE(paths.size() > 100u);
   std::vector<size_t> wrong(4, 0);

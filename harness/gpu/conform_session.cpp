@@ -175,8 +175,8 @@ int run_conform_session(ConformResult& res, SessionOptions o) {
   for (const auto& s : r.suites) res.suites.emplace_back(s.name, s.path);
   using clock = std::chrono::steady_clock;
   const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  const double before_s = since(o.started);
   auto t = clock::now();
-  const double before_s = std::chrono::duration<double>(t - o.started).count();
   open_suite_files(r.suites);  // once for every module
   const double open_s = since(t);
   r.device_ex2 = dev_ex2 ? &*dev_ex2 : nullptr;
@@ -201,7 +201,7 @@ int run_conform_session(ConformResult& res, SessionOptions o) {
   if (o.coverage) res.coverage = coverage.valid() ? coverage.get() : suites_coverage(r.suites);
   const double coverage_wait_s = since(t);
   t = clock::now();
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count();
+  res.seconds = since(o.started);
   if (!write_reports(r, res)) return kExitInternal;
   std::printf("\ntime: %.1f s before the suites (modules inspected, GPU, EX2 profile), %.1f s opening the suites, "
               "%.1f s running the modules, %.1f s more for the coverage summary, %.1f s writing reports\n",
