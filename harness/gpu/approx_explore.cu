@@ -151,7 +151,8 @@ struct Tally {
 };
 static const char* kClassNames[kClasses] = {"NaN in", "zero in", "Inf in", "subnormal in",
                                             "normal in, normal out", "normal in, subnormal/zero out",
-                                            "normal in, Inf out", "negative (sqrt)"};
+                                            "normal in, Inf out", "normal in, NaN out"};  // NaN out: sqrt of a negative;
+                                            // a NaN or infinite dividend
 
 __device__ int class_of(float in, float want) {
   const uint32_t b = __float_as_uint(in), e = (b >> 23) & 0xFF, m = b & 0x7FFFFFu;

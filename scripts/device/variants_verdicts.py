@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What the variants plan's conform reports say (docs/variants.md, "Pinning on the H200"): per run
 and module, the failing cases and how the failure anatomy named them: pinned by the module's own
-variant (`hypothesis:<own>`), a tie that includes it (`tie:...`), or something else.
+variant (`hypothesis:<own>`), a tie that includes it (`tie:...`), or something else; and the
+module pin (conform.json's `pin`: the one hypothesis that reproduces every failing case of the
+module and changes none of its passing ones), marked `own` when it names the own variant.
 
 usage: variants_verdicts.py SCRATCH VARIANTS.tsv
 Reads SCRATCH/conform-*/conform.json (scripts/device/conform-modules.sh); run from the repository
@@ -34,6 +36,17 @@ if os.path.exists(os.path.join("data", "hw", "sm_90", "approx.h5")):
     OWN["m26_plain_prec_sqrt"] = ("variant:prec-sqrt", None)
 MUST_PASS = {"own", "m27_plain_ieee"}
 
+
+
+def module_pin(verdict, own):
+    """'own', the hypothesis the module pin names, or '-' (no pin: a tie, nothing, no failure)."""
+    prefix = "pinned across the module: "
+    if not verdict.startswith(prefix):
+        return "-"
+    named = verdict[len(prefix):].split(" ", 1)[0]
+    return "own" if own and named == own else named
+
+
 scratch, tsv = sys.argv[1], sys.argv[2]
 rows, problems = [], []
 for d in sorted(glob.glob(os.path.join(scratch, "conform-*"))):
@@ -61,14 +74,14 @@ for d in sorted(glob.glob(os.path.join(scratch, "conform-*"))):
                     tied += 1
                 else:
                     other[diag or "(none)"] += 1
-        rows.append([run, m, own or "-", n, failed, pinned, tied,
+        rows.append([run, m, own or "-", n, failed, pinned, tied, module_pin(mod.get("pin", ""), own),
                      "; ".join(f"{k} x{v}" for k, v in other.most_common(6))])
         if run in MUST_PASS and failed:
             problems.append(f"{run} {m}: {failed} cases fail")
         if run not in MUST_PASS and not failed:
             problems.append(f"{run} {m}: no case fails")
 with open(tsv, "w") as f:
-    f.write("run\tmodule\town variant\tcases\tfailed\tpinned by own\ttie incl. own\tother diagnoses\n")
+    f.write("run\tmodule\town variant\tcases\tfailed\tpinned by own\ttie incl. own\tmodule pin\tother diagnoses\n")
     for r in rows:
         f.write("\t".join(map(str, r)) + "\n")
 for r in rows:
