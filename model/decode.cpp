@@ -325,10 +325,6 @@ void validate(Format f, size_t q_elems, size_t k_bytes, size_t v_bytes, size_t o
   require(kFunction, check_sequences(p, tables, lens, pool_blocks(g, k_bytes, v_bytes)));
 }
 
-// What a CTA writes to each element of its row when head_dim > HDIM (section 5.1): bf16 NaN, as
-// __float2bfloat16_rn writes every NaN.
-constexpr uint16_t kNoComputeOutput = 0x7FFF;
-
 // Diagnostics of a CTA that computes nothing (head_dim > HDIM, section 5.1): every position's V
 // load is skipped (none is read), m, l and the f32 outputs are NaN.
 void no_compute_diag(DecodeHeadDiag& hd, uint32_t positions, uint32_t head_dim) {

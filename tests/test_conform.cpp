@@ -428,6 +428,64 @@ BOOST_AUTO_TEST_CASE(hdim_decided_by_writes) {
   BOOST_TEST(c.hdim == 128u);
 }
 
+// The probe of one head_dim run by the CPU model as a decoder build of HDIM `build` (the model
+// computes launches whose head_dim differs from the build's HDIM by docs/spec.md section 5.1, as
+// tqref's own decoders do): its values and its writes, as conform's probe() gathers them.
+namespace {
+ProbeAtHdim model_build_probe(uint32_t head_dim, uint32_t build, const Ex2Profile& ex2) {
+  auto model = judge::make_model_backend(&ex2);
+  ProbeAtHdim p;
+  p.hdim = head_dim;
+  for (const auto& t : kFormats) {
+    golden::GoldenCase c = hdim_probe_case(t.format, head_dim, kSparseVThreshold, ex2);
+    c.d.p.hdim = build;
+    const judge::CaseResult r = model->run(c);
+    ++p.kernels;
+    p.writes.push_back(hdim_from_writes(observe_probe_writes(c, r)));
+    const judge::CaseVerdict v = judge::compare_case(c, r);
+    p.exact += v.pass;
+    p.bytes_differing += v.bytes_differing;
+  }
+  return p;
+}
+}  // namespace
+
+// Would catch: a probe that cannot tell the HDIM of decoders following section 5.1 (tqref's own:
+// an HDIM=128 build writes bf16 NaN rows at head_dim 256, an HDIM=256 build leaves its inactive
+// lanes unwritten at head_dim 128 and is exact there), which judged our own HDIM=256 modules at
+// level T and decided the HDIM=128 ones by values only (seen on an H100, 2026-12-05); a head_dim
+// 128 row written alone taken as proof of HDIM 128 against a launch that shows 256; NaN rows
+// read as an HDIM=256 build's full rows.
+BOOST_AUTO_TEST_CASE(hdim_decided_by_writes_of_section_5_1_builds) {
+  const Ex2Profile ref = Ex2Profile::from_table("reference-ex2", "reference", ex2_reference_table());
+  for (uint32_t build : {128u, 256u}) {
+    const ProbeAtHdim a = model_build_probe(128, build, ref), b = model_build_probe(256, build, ref);
+    for (const WriteEvidence& e : a.writes) {
+      BOOST_TEST(e.hdim == 128u, e.why);
+      BOOST_TEST(e.weak, e.why);  // both builds write exactly their head_dim=128 rows
+    }
+    for (const WriteEvidence& e : b.writes) {
+      BOOST_TEST(e.hdim == build, e.why);
+      BOOST_TEST(!e.weak, e.why);
+    }
+    BOOST_TEST(a.exact == a.kernels);  // section 5.1: both builds are exact at head_dim 128
+    BOOST_TEST((b.exact == b.kernels) == (build == 256));
+    const HdimChoice c = choose_hdim(a, b);
+    BOOST_TEST(c.decided, c.why);
+    BOOST_TEST(c.hdim == build, c.why);
+    BOOST_TEST(c.evidence == "writes", c.why);
+  }
+  const ProbeAtHdim nan256 = model_build_probe(256, 128, ref);
+  BOOST_TEST(nan256.writes.front().why.find("bf16 NaN over every element") != std::string::npos,
+             nan256.writes.front().why);
+  // Weak evidence alone (the head_dim 256 launch failed) still decides; against strong, it yields.
+  const ProbeAtHdim a = model_build_probe(128, 256, ref);
+  const ProbeAtHdim failed{256, 3, 0, 0, "CUDA_ERROR_LAUNCH_FAILED", {WriteEvidence{0, "launch failed"}}};
+  const HdimChoice alone = choose_hdim(a, failed);
+  BOOST_TEST(alone.hdim == 128u);
+  BOOST_TEST(alone.evidence == "writes");
+}
+
 namespace {
 
 judge::CaseVerdict verdict(const std::string& name, const std::string& kernel, bool pass) {

@@ -6,6 +6,7 @@
 
 #include "cases/builders.h"
 #include "cases/case_spec.h"
+#include "tqref/contract.h"
 
 namespace tqref::conform {
 
@@ -40,16 +41,21 @@ ProbeWrites observe_probe_writes(const golden::GoldenCase& c, const judge::CaseR
   }
   const judge::GuardedBuffer& out = it->second;
   const uint32_t D = w.head_dim, S = c.d.p.num_seqs;
-  auto changed = [&](uint64_t row, uint32_t k) {
+  auto element = [&](uint64_t row, uint32_t k) {
     uint16_t got;
     std::memcpy(&got, out.data() + 2 * (row * D + k), 2);
-    return got != c.d.out_init[row * D + k];
+    return got;
   };
+  auto changed = [&](uint64_t row, uint32_t k) { return element(row, k) != c.d.out_init[row * D + k]; };
   for (uint32_t s = 0; s < S; ++s) {
     if (c.d.seq_lens[s] <= 0) continue;
     ++w.active_rows;
     for (uint32_t k = 0; k < D; ++k) {
-      if (changed(s, k)) ++w.in_rows, w.dims_written = std::max(w.dims_written, k + 1);
+      if (changed(s, k)) {
+        ++w.in_rows;
+        w.dims_written = std::max(w.dims_written, k + 1);
+        w.nan_in_rows += element(s, k) == kNoComputeOutput;
+      }
       if (s + 1 < S && changed(s + 1, k)) ++w.next_rows, w.next_extent = std::max(w.next_extent, k + 1);
       if (s + 2 < S && changed(s + 2, k)) ++w.far;
     }
@@ -70,13 +76,20 @@ WriteEvidence hdim_from_writes(const ProbeWrites& w) {
   if (w.guard_after > 0) return {0, at + std::to_string(w.guard_after) + " guard bytes after the output changed"};
   if (w.head_dim == 128) {
     if (w.next_rows == 0)
-      return {128, at + rows + " wrote " + std::to_string(w.in_rows) + " elements, none outside their 128-element rows"};
+      return {128,
+              at + rows + " wrote " + std::to_string(w.in_rows) +
+                  " elements, none outside their 128-element rows (an HDIM=128 build, or an HDIM=256 build "
+                  "following section 5.1)",
+              true};
     return {256, at + rows + " wrote " + std::to_string(w.next_rows) + " elements past their 128-element rows (into the "
                       "next, L == 0, row; up to element " + std::to_string(128 + w.next_extent - 1) + " of a CTA)"};
   }
   if (w.head_dim == 256) {
     if (w.next_rows > 0)
       return {0, at + std::to_string(w.next_rows) + " elements past the 256-element rows changed (no HDIM explains that)"};
+    if (w.in_rows == uint64_t(w.active_rows) * 256 && w.nan_in_rows == w.in_rows)
+      return {128, at + rows + " wrote bf16 NaN over every element of their 256-element rows: an HDIM=128 build "
+                        "refusing head_dim 256 (docs/spec.md section 5.1)"};
     if (w.dims_written > 128)
       return {256, at + rows + " wrote dims up to " + std::to_string(w.dims_written - 1) + " of their 256-element rows"};
     return {128, at + rows + " wrote " + std::to_string(w.in_rows) + " elements, dims 128-255 of every row untouched"};
@@ -96,17 +109,19 @@ std::string outcome(const ProbeAtHdim& p) {
 
 bool all_exact(const ProbeAtHdim& p) { return p.kernels > 0 && p.error.empty() && p.exact == p.kernels; }
 
-// The HDIM every decided write evidence agrees on (0: none decided, or they disagree) and the
-// sentences of the first decoder's launches.
+// The HDIM every strong write evidence agrees on; without strong evidence, the one the weak
+// evidence agrees on (0: none decided, or they disagree), and the sentences of the first
+// decoder's launches.
 uint32_t from_writes(const ProbeAtHdim& a, const ProbeAtHdim& b, std::string* text) {
-  std::set<uint32_t> said;
+  std::set<uint32_t> strong, weak;
   for (const ProbeAtHdim* p : {&a, &b})
     for (const WriteEvidence& e : p->writes)
-      if (e.hdim) said.insert(e.hdim);
+      if (e.hdim) (e.weak ? weak : strong).insert(e.hdim);
   std::string t;
   for (const ProbeAtHdim* p : {&a, &b})
     if (!p->writes.empty()) t += (t.empty() ? "" : "; ") + p->writes.front().why;
   *text = t;
+  const std::set<uint32_t>& said = strong.empty() ? weak : strong;
   return said.size() == 1 ? *said.begin() : 0;
 }
 

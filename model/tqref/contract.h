@@ -42,6 +42,9 @@ constexpr uint32_t engine_hdim(uint32_t head_dim) {
 // A decode launch is inside the contract when head_dim equals the build's HDIM (docs/spec.md
 // section 5). Other launches are defined only by the extension of section 5.1 (tqref's decoders).
 constexpr bool decode_in_contract(uint32_t head_dim, uint32_t hdim) { return head_dim == hdim; }
+// What a CTA writes to each element of its row when it cannot compute the launch (head_dim > HDIM
+// and the other cases of section 5.1): bf16 NaN, as __float2bfloat16_rn writes every NaN.
+inline constexpr uint16_t kNoComputeOutput = 0x7FFF;
 // cuLaunchKernel limits on the grids of docs/spec.md sections 4-5: grid.x < 2^31, grid.y <= 65535.
 inline constexpr uint64_t kMaxGridX = (uint64_t(1) << 31) - 1;
 inline constexpr uint64_t kMaxGridY = 65535;
