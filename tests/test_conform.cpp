@@ -428,10 +428,10 @@ BOOST_AUTO_TEST_CASE(hdim_decided_by_writes) {
   BOOST_TEST(c.hdim == 128u);
 }
 
+namespace {
 // The probe of one head_dim run by the CPU model as a decoder build of HDIM `build` (the model
 // computes launches whose head_dim differs from the build's HDIM by docs/spec.md section 5.1, as
 // tqref's own decoders do): its values and its writes, as conform's probe() gathers them.
-namespace {
 ProbeAtHdim model_build_probe(uint32_t head_dim, uint32_t build, const Ex2Profile& ex2) {
   auto model = judge::make_model_backend(&ex2);
   ProbeAtHdim p;

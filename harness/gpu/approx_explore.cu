@@ -149,10 +149,12 @@ struct Tally {
   unsigned int ex_count[kClasses];
   uint32_t ex[kClasses][kExamples][4];  // a, b, got, want
 };
+// "normal in" names the operand classified (the divisor for divisions); NaN out is sqrt of a
+// negative, or a division of a NaN dividend (or an infinite one by a divisor whose reciprocal
+// is zero).
 static const char* kClassNames[kClasses] = {"NaN in", "zero in", "Inf in", "subnormal in",
                                             "normal in, normal out", "normal in, subnormal/zero out",
-                                            "normal in, Inf out", "normal in, NaN out"};  // NaN out: sqrt of a negative;
-                                            // a NaN or infinite dividend
+                                            "normal in, Inf out", "normal in, NaN out"};
 
 __device__ int class_of(float in, float want) {
   const uint32_t b = __float_as_uint(in), e = (b >> 23) & 0xFF, m = b & 0x7FFFFFu;

@@ -37,7 +37,6 @@ if os.path.exists(os.path.join("data", "hw", "sm_90", "approx.h5")):
 MUST_PASS = {"own", "m27_plain_ieee"}
 
 
-
 def module_pin(verdict, own):
     """'own', the hypothesis the module pin names, or '-' (no pin: a tie, nothing, no failure)."""
     prefix = "pinned across the module: "
