@@ -49,10 +49,12 @@ std::span<const uint8_t> launch_bytes(const GoldenCase& c, const LaunchBuffer& b
   return b.bytes;
 }
 
-// Both guard bands, as every buffer has them (judge::GuardedBuffer).
-const GuardedBuffer& guard_bands() {
+// Both guard bands of d, which holds data_bytes between them, as every buffer has them
+// (judge::GuardedBuffer).
+void upload_guard_bands(DeviceBuffer& d, uint64_t data_bytes) {
   static const GuardedBuffer bands = GuardedBuffer::with_guards({});
-  return bands;
+  d.upload(bands.bytes.data(), kGuardBytes, 0);
+  d.upload(bands.bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data_bytes);
 }
 
 // [guard][data][guard] into d. A large buffer goes up from where it lies, its bands beside it: a
@@ -64,9 +66,8 @@ void upload_guarded(DeviceBuffer& d, std::span<const uint8_t> data) {
     d.upload(host.bytes.data(), host.bytes.size());
     return;
   }
-  d.upload(guard_bands().bytes.data(), kGuardBytes, 0);
+  upload_guard_bands(d, data.size());
   d.upload(data.data(), data.size(), kGuardBytes);
-  d.upload(guard_bands().bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data.size());
 }
 
 // The unstored blocks of a whole pool that the judge checks for the background (sampled_blocks).
@@ -100,8 +101,7 @@ DeviceBuffer upload_buffer(const GoldenCase& c, const LaunchBuffer& b) {
   const uint64_t bb = pool_block_bytes(c, b.name), data = sp.pool_blocks * bb;
   DeviceBuffer d(data + 2 * kGuardBytes);
   d.fill(sp.background, data, kGuardBytes);
-  d.upload(guard_bands().bytes.data(), kGuardBytes, 0);
-  d.upload(guard_bands().bytes.data() + kGuardBytes, kGuardBytes, kGuardBytes + data);
+  upload_guard_bands(d, data);
   for (size_t j = 0; j < sp.block_ids.size(); ++j)
     d.upload(b.bytes.data() + j * bb, bb, kGuardBytes + uint64_t(sp.block_ids[j]) * bb);
   return d;
